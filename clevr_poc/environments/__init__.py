@@ -1,0 +1,6 @@
+"""Environments: the 11 constraint templates, the Environment value object, and the sampler."""
+
+from clevr_poc.environments.environment import Environment
+from clevr_poc.environments.templates import TEMPLATES, TEMPLATES_BY_NAME, Constraint, ConstraintTemplate
+
+__all__ = ["Environment", "Constraint", "ConstraintTemplate", "TEMPLATES", "TEMPLATES_BY_NAME"]

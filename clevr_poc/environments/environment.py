@@ -1,0 +1,235 @@
+"""The Environment value object and the official environment ``.lp`` format.
+
+Official layout: the background theory, then ``object(0..N-1).`` (N counts the hidden object too),
+then one constraint per line (a two-rule template puts its second rule on the next line, indented by
+one space), then ``#show`` lines, which the answering semantics ignores.
+
+Environment files read from disk are untrusted: :meth:`Environment.from_lp` accepts only the background
+theory, ``object/1`` declarations, ``#show`` lines and instances of the 11 templates; anything else
+(``#script``, ``#include``, other rules) raises :class:`~clevr_poc.errors.FormatError` naming the line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import clingo
+import clingo.ast as clingo_ast
+
+from clevr_poc._io import atomic_write_text
+from clevr_poc.environments.templates import Constraint, constraint_from_rules
+from clevr_poc.errors import FormatError
+from clevr_poc.knowledge import read_asp
+
+#: The background theory in English, one sentence per group of rules (Appendix A, "general rules").
+BACKGROUND_DESCRIPTION: tuple[str, ...] = (
+    "Objects have 4 properties: color, shape, size and material.",
+    "Colors: gray, red, blue, green, brown, purple, cyan, yellow. Shapes: cube, cylinder, sphere, cone. "
+    "Sizes: small, medium, large. Materials: rubber, metal.",
+    "The scene is divided into 4 regions, 0 (back left), 1 (back right), 2 (front left), 3 (front right).",
+    "An object right of an object in region 1 or 3 is in region 1 or 3; an object left of an object in "
+    "region 0 or 2 is in region 0 or 2.",
+    "An object in front of an object in region 2 or 3 is in region 2 or 3; an object behind an object in "
+    "region 0 or 1 is in region 0 or 1.",
+    "Every object has exactly one value for each property and lies in exactly one region.",
+    "No two objects have the same values for all 4 properties.",
+    "Every region holds at most 3 objects.",
+)
+
+MAX_OBJECTS = 20
+
+
+@lru_cache(maxsize=1)
+def _background_statements() -> frozenset[str]:
+    statements: list[str] = []
+    clingo_ast.parse_string(read_asp("background.lp"), lambda s: statements.append(str(s)))
+    return frozenset(statements)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A CLEVR-POC environment: a set of constraints over the four regions and an object count.
+
+    Attributes:
+        constraints: the instantiated templates, in file order (at most 15 for sampled environments).
+        num_objects: N, the number of objects of every complete scene (hidden object included), 5-9 in
+            the paper's data.
+        id: environment id (``constraint_type_index`` in question files), or None.
+        show: the ``#show`` lines of the file (kept for round-tripping; ignored by the semantics).
+    """
+
+    constraints: tuple[Constraint, ...]
+    num_objects: int
+    id: int | None = None
+    show: tuple[str, ...] = field(default=("#show hasProperty/3. #show at/2.",), compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "constraints", tuple(self.constraints))
+        if not isinstance(self.num_objects, int) or not 1 <= self.num_objects <= MAX_OBJECTS:
+            raise FormatError(f"number of objects must be 1..{MAX_OBJECTS}", field="num_objects",
+                              value=self.num_objects)
+
+    # ------------------------------------------------------------------ renderings
+    def constraints_asp(self) -> str:
+        """Only the constraints, one template instance per line group (official layout)."""
+        return "\n".join("\n ".join(c.asp_rules()) for c in self.constraints) + ("\n" if self.constraints else "")
+
+    def to_asp(self, *, background: bool = True, show: bool = True) -> str:
+        """The environment program in the official ``.lp`` layout.
+
+        Args:
+            background: include the background theory (``asp/background.lp``).
+            show: include the ``#show`` lines.
+        """
+        parts = []
+        if background:
+            parts.append(read_asp("background.lp").rstrip("\n") + "\n\n")
+        parts.append(f"object(0..{self.num_objects - 1}).\n")
+        parts.append(self.constraints_asp())
+        if show and self.show:
+            parts.append("\n" + "\n".join(self.show) + "\n")
+        return "".join(parts)
+
+    def describe(self) -> str:
+        """English, one line per constraint, preceded by the object count."""
+        lines = [f"There are {self.num_objects} objects in the scene (one of them hidden)."]
+        lines += [c.describe() for c in self.constraints]
+        return "\n".join(lines)
+
+    def describe_background(self) -> str:
+        return "\n".join(BACKGROUND_DESCRIPTION)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "num_objects": self.num_objects, "constraints": [c.to_json() for c in self.constraints]}
+
+    # ------------------------------------------------------------------ files
+    def to_lp(self, path: str | os.PathLike[str]) -> Path:
+        """Write the official ``.lp`` file atomically."""
+        return atomic_write_text(path, self.to_asp())
+
+    @classmethod
+    def from_lp(cls, path: str | os.PathLike[str], *, id: int | None = None) -> "Environment":
+        """Read an official environment file (ours or the official release's).
+
+        The id defaults to the number in the file name (``environment_3.lp`` or ``3.lp``), if any.
+
+        Raises:
+            FormatError: missing/unreadable file, a syntax error, no ``object/1`` declaration, or any
+                statement outside the background theory and the template language (the message names
+                the line).
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise FormatError("file not found", source=path) from None
+        except (UnicodeDecodeError, IsADirectoryError) as exc:
+            raise FormatError(f"cannot read as UTF-8 text ({exc.__class__.__name__})", source=path) from None
+        if id is None:
+            digits = "".join(ch for ch in path.stem.rsplit("_", 1)[-1] if ch.isdigit())
+            id = int(digits) if digits and digits == path.stem.rsplit("_", 1)[-1] else None
+        return cls.from_asp(text, source=path, id=id)
+
+    @classmethod
+    def from_asp(cls, text: str, *, source: object = "<string>", id: int | None = None) -> "Environment":
+        """Parse environment program text; see :meth:`from_lp` for what is accepted."""
+        statements: list[clingo_ast.AST] = []
+        messages: list[str] = []
+
+        def logger(code: clingo.MessageCode, message: str) -> None:
+            messages.append(message.strip())
+
+        try:
+            clingo_ast.parse_string(text, statements.append, logger=logger)
+        except RuntimeError:
+            detail = messages[0] if messages else "syntax error"
+            raise FormatError(f"not a valid ASP program: {detail}", source=source) from None
+        lines = text.splitlines()
+        background = _background_statements()
+        num_objects: int | None = None
+        units: list[tuple[int, list[str], bool]] = []  # (line, rules, continuation)
+        show: list[str] = []
+        for stmt in statements:
+            kind = stmt.ast_type
+            line = stmt.location.begin.line
+            if kind == clingo_ast.ASTType.Program and str(stmt) == "#program base.":
+                continue
+            if kind.name == "Comment":
+                continue
+            source_text = _slice(lines, stmt.location)
+            if kind in (clingo_ast.ASTType.ShowSignature,):
+                show.append(source_text.strip())
+                continue
+            if kind != clingo_ast.ASTType.Rule:
+                raise FormatError("only the background theory, object/1, constraints and #show are allowed",
+                                  source=source, field=f"line {line}", value=source_text.strip()[:80])
+            canonical = str(stmt)
+            if canonical in background:
+                continue
+            count = _object_declaration(stmt)
+            if count is not None:
+                if num_objects is not None:
+                    raise FormatError("object/1 declared twice", source=source, field=f"line {line}",
+                                      value=source_text.strip())
+                num_objects = count
+                continue
+            continuation = stmt.location.begin.column > 1 and units and units[-1][0] == line - 1 \
+                and not lines[line - 1][: stmt.location.begin.column - 1].strip()
+            same_line = units and units[-1][0] == line and stmt.location.begin.column > 1
+            if (continuation or same_line) and len(units[-1][1]) == 1:
+                units[-1][1].append(source_text)
+                units[-1] = (line, units[-1][1], True)
+            else:
+                units.append((line, [source_text], False))
+        if num_objects is None:
+            raise FormatError("no object(0..N-1) declaration", source=source, field="object/1")
+        if not 1 <= num_objects <= MAX_OBJECTS:
+            raise FormatError(f"number of objects must be 1..{MAX_OBJECTS}", source=source, field="object/1",
+                              value=num_objects)
+        constraints: list[Constraint] = []
+        for line, rules, _ in units:
+            try:
+                constraints.append(constraint_from_rules(rules, source=source, line=f"line {line}"))
+            except FormatError:
+                if len(rules) == 1:
+                    raise
+                # two independent one-rule constraints that happen to be adjacent
+                for rule in rules:
+                    constraints.append(constraint_from_rules([rule], source=source, line=f"line {line}"))
+        return cls(tuple(constraints), num_objects, id, tuple(show) if show else ())
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def _slice(lines: list[str], location: Any) -> str:
+    begin, end = location.begin, location.end
+    if begin.line == end.line:
+        return lines[begin.line - 1][begin.column - 1: end.column - 1]
+    chunk = [lines[begin.line - 1][begin.column - 1:]]
+    chunk += lines[begin.line: end.line - 1]
+    chunk.append(lines[end.line - 1][: end.column - 1])
+    return "\n".join(chunk)
+
+
+def _object_declaration(stmt: Any) -> int | None:
+    """N for ``object(0..N-1).``; None when the statement is something else."""
+    text = str(stmt).replace(" ", "")
+    if text.startswith("object((0..") and text.endswith(")).") and stmt.body == []:
+        number = text[len("object((0.."):-len(")).")]
+        if number.lstrip("-").isdigit():
+            return int(number) + 1
+    return None
+
+
+def environments_equal_semantically(a: Environment, b: Environment) -> bool:
+    """Same object count and the same set of constraints (order ignored)."""
+    return a.num_objects == b.num_objects and set(a.constraints) == set(b.constraints)
+
+
+def load_environments(paths: Iterable[str | os.PathLike[str]]) -> list[Environment]:
+    return [Environment.from_lp(p) for p in paths]

@@ -1,0 +1,297 @@
+"""The 11 CLEVR-POC constraint templates as first-class objects (paper §3.1, Table 1).
+
+Each template has named parameters, an ASP rendering (read from ``asp/templates/NN_<name>.lp``; Python
+only fills in parameters) and a natural-language rendering that says exactly what the ASP says.
+
+Parameters: ``r`` / ``r1`` / ``r2`` region ids 0..3; ``p1`` / ``p2`` attribute names; ``v1`` / ``v2``
+values of those attributes; ``n`` a non-negative integer.
+
+Pair counting. ``#count{X1,X2: sameProperty(X1,X2,P), at(X1,R1), at(X2,R2), ...}`` counts *ordered*
+pairs of different objects with X1 in R1 and X2 in R2. With R1 != R2 that is the number of unordered
+pairs with one object in each region; with R1 == R2 every unordered pair is counted twice. The English
+renderings below say so (the official release's renderings do not).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from clevr_poc import domain
+from clevr_poc.errors import FormatError
+from clevr_poc.knowledge import asp_dir, strip_comments
+
+_PLACEHOLDER = re.compile(r"\{(r|r1|r2|p1|v1|p2|v2|n)\}")
+
+
+def _fill(text: str, params: Mapping[str, Any]) -> str:
+    return _PLACEHOLDER.sub(lambda m: str(params[m.group(1)]), text)
+
+
+def _noun(attribute: str, value: str) -> str:
+    return f"{attribute} {value}"
+
+
+def _pairs_text(p: Mapping[str, Any], at_least: bool) -> str:
+    n = p["n"] if at_least else p["n"] - 1
+    qualifier = f" with {p['p2']} {p['v2']}" if "p2" in p else ""
+    objects = f"objects{qualifier}"
+    if p["r1"] == p["r2"]:
+        unit = "ordered pair" if n == 1 else "ordered pairs"
+        body = (f"of two different {objects} in region {p['r1']} that have the same {p['p1']} "
+                f"(each unordered pair counts twice)")
+    else:
+        unit = "pair" if n == 1 else "pairs"
+        body = (f"of {objects}, one in region {p['r1']} and the other in region {p['r2']}, "
+                f"that have the same {p['p1']}")
+    if at_least:
+        return f"There are at least {n} {unit} {body}."
+    if n < 0:
+        return "This constraint can never be satisfied (at most -1 pairs)."
+    if n == 0:
+        if p["r1"] == p["r2"]:
+            return f"No two different {objects} in region {p['r1']} have the same {p['p1']}."
+        return (f"No object{qualifier} in region {p['r1']} has the same {p['p1']} as an object{qualifier} "
+                f"in region {p['r2']}.")
+    return f"There are at most {n} {unit} {body}."
+
+
+@dataclass(frozen=True)
+class ConstraintTemplate:
+    """One of the 11 templates.
+
+    Attributes:
+        index: 1..11, the official template order (``constraint_templates.txt``).
+        name: snake_case name, also the ``asp/templates`` file stem.
+        params: parameter names in order.
+        kind: ``"region"`` (one region ``r``), ``"across"`` (two regions ``r1``, ``r2``) or ``"global"``.
+        describe: params -> English sentence.
+        optional: parameters that may be omitted (the one-value form of value restriction).
+    """
+
+    index: int
+    name: str
+    params: tuple[str, ...]
+    kind: str
+    describe: Callable[[Mapping[str, Any]], str]
+    optional: tuple[str, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """The template's ASP rules with ``{param}`` placeholders, one per rule."""
+        path = asp_dir() / "templates" / f"{self.index:02d}_{self.name}.lp"
+        body = strip_comments(path.read_text(encoding="utf-8"))
+        return tuple(line.strip() for line in body.splitlines() if line.strip())
+
+
+def _value_restriction(p: Mapping[str, Any]) -> str:
+    if "p2" in p:
+        return f"All objects in region {p['r']} have {p['p1']} {p['v1']} and {p['p2']} {p['v2']}."
+    return f"All objects in region {p['r']} have {p['p1']} {p['v1']}."
+
+
+TEMPLATES: tuple[ConstraintTemplate, ...] = (
+    ConstraintTemplate(1, "value_restriction", ("r", "p1", "v1", "p2", "v2"), "region", _value_restriction,
+                       optional=("p2", "v2")),
+    ConstraintTemplate(2, "negation_two", ("r", "p1", "v1", "p2", "v2"), "region",
+                       lambda p: f"No object in region {p['r']} has {p['p1']} {p['v1']}, and no object in region "
+                                 f"{p['r']} has {p['p2']} {p['v2']}."),
+    ConstraintTemplate(3, "negation_same_property", ("r", "p1", "v1", "v2"), "region",
+                       lambda p: f"No object in region {p['r']} has {p['p1']} {p['v1']} or {p['p1']} {p['v2']}."),
+    ConstraintTemplate(4, "or", ("r", "p1", "v1", "p2", "v2"), "region",
+                       lambda p: f"Every object in region {p['r']} has {p['p1']} {p['v1']} or {p['p2']} {p['v2']} "
+                                 f"(or both)."),
+    ConstraintTemplate(5, "negation", ("r", "p1", "v1"), "region",
+                       lambda p: f"No object in region {p['r']} has {p['p1']} {p['v1']}."),
+    ConstraintTemplate(6, "exactly_n", ("r", "p1", "v1", "n"), "region",
+                       lambda p: f"Exactly {p['n']} object{'s' if p['n'] != 1 else ''} in region {p['r']} "
+                                 f"{'have' if p['n'] != 1 else 'has'} {p['p1']} {p['v1']}."),
+    ConstraintTemplate(7, "at_least_pairs", ("r1", "r2", "p1", "n"), "across", lambda p: _pairs_text(p, True)),
+    ConstraintTemplate(8, "at_least_pairs_with_value", ("r1", "r2", "p1", "p2", "v2", "n"), "across",
+                       lambda p: _pairs_text(p, True)),
+    ConstraintTemplate(9, "at_most_pairs", ("r1", "r2", "p1", "n"), "across", lambda p: _pairs_text(p, False)),
+    ConstraintTemplate(10, "at_most_pairs_with_value", ("r1", "r2", "p1", "p2", "v2", "n"), "across",
+                       lambda p: _pairs_text(p, False)),
+    ConstraintTemplate(11, "generic", ("p1", "v1"), "global",
+                       lambda p: f"No object anywhere in the scene has {p['p1']} {p['v1']}."),
+)
+
+TEMPLATES_BY_NAME: Mapping[str, ConstraintTemplate] = {t.name: t for t in TEMPLATES}
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """An instantiated template.
+
+    Attributes:
+        template: the template's name (a key of :data:`TEMPLATES_BY_NAME`).
+        params: parameter values (region ids and ``n`` as int, attributes/values as str).
+
+    Raises:
+        FormatError: unknown template, missing/extra parameters or out-of-domain values.
+    """
+
+    template: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        spec = TEMPLATES_BY_NAME.get(self.template)
+        if spec is None:
+            raise FormatError(f"unknown constraint template; expected one of {sorted(TEMPLATES_BY_NAME)}",
+                              field="template", value=self.template)
+        params = dict(self.params)
+        required = [k for k in spec.params if k not in spec.optional]
+        missing = [k for k in required if k not in params]
+        extra = [k for k in params if k not in spec.params]
+        if missing or extra:
+            raise FormatError(f"template {self.template} takes parameters {list(spec.params)}",
+                              field="params", value=sorted(params))
+        if any(k in params for k in spec.optional) and not all(k in params for k in spec.optional):
+            raise FormatError(f"give all or none of {list(spec.optional)}", field="params", value=sorted(params))
+        for key in ("r", "r1", "r2"):
+            if key in params and params[key] not in domain.REGIONS:
+                raise FormatError("region must be 0..3", field=key, value=params[key])
+        for pk, vk in (("p1", "v1"), ("p2", "v2")):
+            if pk in params and params[pk] not in domain.ATTRIBUTES:
+                raise FormatError(f"not an attribute; expected one of {list(domain.ATTRIBUTES)}",
+                                  field=pk, value=params[pk])
+        # value keys: v1 belongs to p1; v2 to p2, or to p1 for negation_same_property
+        if "v1" in params and params["v1"] not in domain.DOMAINS[params["p1"]]:
+            raise FormatError(f"not a {params['p1']}", field="v1", value=params["v1"])
+        if "v2" in params:
+            owner = params.get("p2", params.get("p1"))
+            if params["v2"] not in domain.DOMAINS[owner]:
+                raise FormatError(f"not a {owner}", field="v2", value=params["v2"])
+        if "n" in params and (not isinstance(params["n"], int) or isinstance(params["n"], bool)
+                              or not 0 <= params["n"] <= 100):
+            raise FormatError("n must be an integer in 0..100", field="n", value=params["n"])
+        object.__setattr__(self, "params", params)
+
+    @property
+    def spec(self) -> ConstraintTemplate:
+        return TEMPLATES_BY_NAME[self.template]
+
+    @property
+    def regions(self) -> tuple[int, ...]:
+        """Regions the constraint is about (empty for the generic template)."""
+        return tuple(sorted({self.params[k] for k in ("r", "r1", "r2") if k in self.params}))
+
+    def asp_rules(self) -> tuple[str, ...]:
+        """The ASP rules (one or two), parameters filled in."""
+        rules = self.spec.rules
+        if self.template == "value_restriction" and "p2" not in self.params:
+            rules = rules[:1]
+        return tuple(_fill(rule, self.params) for rule in rules)
+
+    def to_asp(self) -> str:
+        """The rules on one line (the official environment-file layout puts a template's rules together)."""
+        return " ".join(self.asp_rules())
+
+    def describe(self) -> str:
+        """English sentence saying exactly what :meth:`to_asp` says."""
+        return self.spec.describe(self.params)
+
+    def __hash__(self) -> int:
+        return hash((self.template, tuple(sorted(self.params.items()))))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Constraint) and self.template == other.template and dict(self.params) == dict(other.params)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"template": self.template, "params": dict(self.params)}
+
+
+# ---------------------------------------------------------------------- parsing rules back into constraints
+_TOKEN = {"r": r"(\d+)", "r1": r"(\d+)", "r2": r"(\d+)", "n": r"(\d+)",
+          "p1": r"([a-z]+)", "p2": r"([a-z]+)", "v1": r"([a-z]+)", "v2": r"([a-z]+)"}
+
+
+def _rule_regex(rule: str) -> tuple[re.Pattern[str], list[str]]:
+    compact = re.sub(r"\s+", "", rule)
+    names: list[str] = []
+    pattern = ""
+    pos = 0
+    for m in _PLACEHOLDER.finditer(compact):
+        pattern += re.escape(compact[pos:m.start()])
+        name = m.group(1)
+        if name in names:
+            pattern += f"(?P={name})"
+        else:
+            pattern += f"(?P<{name}>{_TOKEN[name][1:-1]})"
+            names.append(name)
+        pos = m.end()
+    pattern += re.escape(compact[pos:])
+    return re.compile("^" + pattern + "$"), names
+
+
+def _rule_patterns() -> list[tuple[str, int, re.Pattern[str]]]:
+    patterns = []
+    for spec in TEMPLATES:
+        for i, rule in enumerate(spec.rules):
+            regex, _ = _rule_regex(rule)
+            patterns.append((spec.name, i, regex))
+    return patterns
+
+
+_PATTERNS: list[tuple[str, int, re.Pattern[str]]] | None = None
+
+
+def match_rule(rule: str) -> tuple[str, int, dict[str, Any]] | None:
+    """Match one ASP rule (text ending in ``.``) against the templates' rules.
+
+    Returns ``(template name, rule position, params)`` for the first match (templates 1-3 share their
+    rule shapes with templates 5 and the one-value value restriction; :func:`constraints_from_rules`
+    regroups them), or None when the rule is in no template's language.
+    """
+    global _PATTERNS
+    if _PATTERNS is None:
+        _PATTERNS = _rule_patterns()
+    compact = re.sub(r"\s+", "", rule)
+    for name, position, regex in _PATTERNS:
+        m = regex.match(compact)
+        if m:
+            params = {k: (int(v) if k in ("r", "r1", "r2", "n") else v) for k, v in m.groupdict().items()}
+            return name, position, params
+    return None
+
+
+def constraint_from_rules(rules: list[str], *, source: object = None, line: object = None) -> Constraint:
+    """Turn the rules of one template instance (one or two rules) into a :class:`Constraint`.
+
+    Raises:
+        FormatError: a rule is not in any template's language, or two rules do not form one template.
+    """
+    matches = []
+    for rule in rules:
+        m = match_rule(rule)
+        if m is None:
+            raise FormatError("not an instance of any of the 11 constraint templates",
+                              source=source, field=line, value=rule.strip())
+        matches.append(m)
+    try:
+        if len(matches) == 1:
+            name, _, p = matches[0]
+            if name in ("value_restriction", "negation_two", "negation_same_property", "negation"):
+                kind = "value_restriction" if name == "value_restriction" else "negation"
+                if kind == "value_restriction":
+                    return Constraint("value_restriction", {"r": p["r"], "p1": p["p1"], "v1": p["v1"]})
+                return Constraint("negation", {"r": p["r"], "p1": p["p1"], "v1": p["v1"]})
+            return Constraint(name, p)
+        if len(matches) == 2:
+            (n1, _, a), (n2, _, b) = matches
+            positive = {"value_restriction"}
+            negative = {"negation_two", "negation_same_property", "negation"}
+            if a["r"] == b["r"] and n1 in positive and n2 in positive:
+                return Constraint("value_restriction",
+                                  {"r": a["r"], "p1": a["p1"], "v1": a["v1"], "p2": b["p1"], "v2": b["v1"]})
+            if a["r"] == b["r"] and n1 in negative and n2 in negative:
+                if a["p1"] == b["p1"]:
+                    return Constraint("negation_same_property",
+                                      {"r": a["r"], "p1": a["p1"], "v1": a["v1"], "v2": b["v1"]})
+                return Constraint("negation_two",
+                                  {"r": a["r"], "p1": a["p1"], "v1": a["v1"], "p2": b["p1"], "v2": b["v1"]})
+    except FormatError as exc:
+        raise FormatError(str(exc), source=source, field=line, value=" ".join(rules)) from None
+    raise FormatError("these rules do not form one template instance", source=source, field=line,
+                      value=" ".join(r.strip() for r in rules))

@@ -1,0 +1,42 @@
+"""Typed errors of clevr_poc. Every error names the offending file/field/value where there is one."""
+
+from __future__ import annotations
+
+
+class ClevrPocError(Exception):
+    """Base class of every error clevr_poc raises on purpose."""
+
+
+class FormatError(ClevrPocError, ValueError):
+    """A file or value does not follow the expected format.
+
+    Attributes:
+        source: file path or a description of where the data came from (may be None).
+        field: the field / line / key that is wrong (may be None).
+        value: the offending value (may be None).
+    """
+
+    def __init__(self, message: str, *, source: object = None, field: object = None, value: object = None):
+        self.source = None if source is None else str(source)
+        self.field = field
+        self.value = value
+        where = []
+        if self.source is not None:
+            where.append(self.source)
+        if field is not None:
+            where.append(f"field {field}")
+        prefix = ": ".join(where)
+        detail = message if value is None else f"{message} (got {value!r})"
+        super().__init__(f"{prefix}: {detail}" if prefix else detail)
+
+
+class UnsafeProgramError(ClevrPocError, ValueError):
+    """An externally produced ASP program uses syntax or predicates outside the allowed language."""
+
+
+class UnsatisfiableError(ClevrPocError):
+    """Environment + scene + query have no answer set (raised only where the caller asks for strictness)."""
+
+
+class SolverTimeoutError(ClevrPocError, TimeoutError):
+    """clingo did not finish within the configured time limit."""

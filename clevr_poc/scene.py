@@ -1,0 +1,257 @@
+"""Scene value objects and the official CLEVR-POC scene JSON format.
+
+A *complete scene* has N objects (5-9 in CLEVR-POC); the *partial* (incomplete) scene hides one of
+them, the object of interest, and renumbers the rest ``0..N-2``. Scene JSON (official layout):
+
+```
+{"split": "train", "image_index": 0, "image_filename": "CLEVR_train_000000.png",
+ "objects": [{"color": "red", "size": "large", "shape": "cube", "material": "metal",
+              "region": "0", "3d_coords": [x, y, z], "pixel_coords": [u, v, depth], ...}, ...],
+ "relationships": {"left": [[...], ...], "right": ..., "front": ..., "behind": ...}}
+```
+
+``relationships[rel][i]`` lists every j such that object j is ``rel`` of object i (world convention:
+``left[i]`` = objects with smaller x, ``front[i]`` = objects with smaller y). Keys the library does not
+interpret are kept verbatim so that files round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from clevr_poc import domain
+from clevr_poc._io import atomic_write_json, read_json
+from clevr_poc.errors import FormatError
+
+_OBJECT_KEYS = ("color", "size", "shape", "material", "region")
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One CLEVR object.
+
+    Attributes:
+        color, shape, size, material: values from :mod:`clevr_poc.domain`.
+        region: region id 0..3 (stored as a string ``"0".."3"`` in scene JSON).
+        coords_3d: ``3d_coords`` (x, y, z) in world units, or None.
+        pixel_coords: ``pixel_coords`` (u, v, depth): pixels from the image's top-left, depth in world
+            units from the camera; or None.
+        extra: other keys of the JSON object (rotation, mask, bbox, ...), kept verbatim.
+    """
+
+    color: str
+    shape: str
+    size: str
+    material: str
+    region: int
+    coords_3d: tuple[float, ...] | None = None
+    pixel_coords: tuple[float, ...] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def attribute(self, name: str) -> str:
+        """The value of attribute ``name`` (one of :data:`clevr_poc.domain.ATTRIBUTES`)."""
+        if name not in domain.ATTRIBUTES:
+            raise KeyError(f"unknown attribute {name!r}; expected one of {domain.ATTRIBUTES}")
+        return getattr(self, name)
+
+    def describe(self) -> str:
+        """Plain words, e.g. ``"large red metal cube in region 0"``."""
+        return f"{self.size} {self.color} {self.material} {self.shape} in region {self.region}"
+
+    @classmethod
+    def from_json(cls, data: Any, *, source: object = None, index: int | None = None) -> "SceneObject":
+        """Build from one official JSON object; raises :class:`FormatError` naming the field."""
+        where = "objects" if index is None else f"objects[{index}]"
+        if not isinstance(data, Mapping):
+            raise FormatError("an object must be a JSON object", source=source, field=where, value=data)
+        values: dict[str, Any] = {}
+        for attribute in domain.ATTRIBUTES:
+            if attribute not in data:
+                raise FormatError("missing attribute", source=source, field=f"{where}.{attribute}")
+            value = data[attribute]
+            if value not in domain.DOMAINS[attribute]:
+                raise FormatError(
+                    f"not a {attribute}; expected one of {list(domain.DOMAINS[attribute])}",
+                    source=source, field=f"{where}.{attribute}", value=value,
+                )
+            values[attribute] = value
+        if "region" not in data:
+            raise FormatError("missing region", source=source, field=f"{where}.region")
+        region_raw = data["region"]
+        try:
+            region = int(region_raw)
+        except (TypeError, ValueError):
+            region = -1
+        if region not in domain.REGIONS or isinstance(region_raw, bool):
+            raise FormatError("region must be 0, 1, 2 or 3", source=source, field=f"{where}.region", value=region_raw)
+        coords = _coords(data.get("3d_coords"), source, f"{where}.3d_coords")
+        pixels = _coords(data.get("pixel_coords"), source, f"{where}.pixel_coords")
+        extra = {k: v for k, v in data.items() if k not in _OBJECT_KEYS and k not in ("3d_coords", "pixel_coords")}
+        # remember how the region was spelled so that files round-trip byte for byte
+        if not isinstance(region_raw, str):
+            extra["__region_as_int__"] = True
+        return cls(region=region, coords_3d=coords, pixel_coords=pixels, extra=extra, **values)
+
+    def to_json(self) -> dict[str, Any]:
+        """The official JSON object (region as a string, as the official files store it)."""
+        extra = dict(self.extra)
+        region_as_int = extra.pop("__region_as_int__", False)
+        data: dict[str, Any] = {
+            "color": self.color, "size": self.size, "shape": self.shape, "material": self.material,
+            "region": self.region if region_as_int else str(self.region),
+        }
+        if self.coords_3d is not None:
+            data["3d_coords"] = list(self.coords_3d)
+        if self.pixel_coords is not None:
+            data["pixel_coords"] = list(self.pixel_coords)
+        data.update(extra)
+        return data
+
+
+def _coords(value: Any, source: object, where: str) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    ):
+        raise FormatError("must be a list of numbers", source=source, field=where, value=value)
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A CLEVR-POC scene graph (complete or partial).
+
+    Attributes:
+        objects: the objects, index = object id.
+        relationships: ``relationships[rel][i]`` = ids j such that j is ``rel`` of i, for rel in
+            left/right/front/behind. May be empty (unknown) for a scene without a layout.
+        split, image_index, image_filename: dataset bookkeeping (may be None).
+        extra: other top-level keys, kept verbatim.
+    """
+
+    objects: tuple[SceneObject, ...]
+    relationships: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    split: str | None = None
+    image_index: int | None = None
+    image_filename: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "objects", tuple(self.objects))
+        object.__setattr__(
+            self, "relationships",
+            {rel: tuple(tuple(int(j) for j in row) for row in rows) for rel, rows in self.relationships.items()},
+        )
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    # ------------------------------------------------------------------ ASP
+    def to_asp_facts(self) -> str:
+        """ASP facts: ``hasProperty(i,P,V).`` for the four attributes, ``at(i,R).`` and ``rel(i,j).``
+        for every j in ``relationships[rel][i]`` (SEMANTICS: scene facts). ``object/1`` facts are not
+        emitted: the environment's ``object(0..N-1)`` declares every object, the hidden one included.
+        """
+        lines = []
+        for i, obj in enumerate(self.objects):
+            lines.append(
+                f"hasProperty({i},color,{obj.color}). hasProperty({i},shape,{obj.shape}). "
+                f"hasProperty({i},size,{obj.size}). hasProperty({i},material,{obj.material}). at({i},{obj.region})."
+            )
+        for rel in domain.RELATIONS:
+            for i, row in enumerate(self.relationships.get(rel, ())):
+                if row:
+                    lines.append(" ".join(f"{rel}({i},{j})." for j in row))
+        return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------------ derived scenes
+    def without_object(self, index: int) -> "Scene":
+        """The partial scene: object ``index`` removed, the others renumbered ``0..N-2`` in order,
+        relationships filtered and renumbered."""
+        if not 0 <= index < len(self.objects):
+            raise IndexError(f"object {index} not in a scene of {len(self.objects)} objects")
+
+        def renumber(j: int) -> int:
+            return j - 1 if j > index else j
+
+        objects = tuple(o for i, o in enumerate(self.objects) if i != index)
+        relationships = {
+            rel: tuple(tuple(renumber(j) for j in row if j != index) for i, row in enumerate(rows) if i != index)
+            for rel, rows in self.relationships.items()
+        }
+        return Scene(objects, relationships, self.split, self.image_index, self.image_filename, dict(self.extra))
+
+    # ------------------------------------------------------------------ JSON
+    @classmethod
+    def from_json(cls, data: Any, *, source: object = None) -> "Scene":
+        """Build from an official scene JSON document; raises :class:`FormatError` naming the field."""
+        if not isinstance(data, Mapping):
+            raise FormatError("a scene must be a JSON object", source=source, value=type(data).__name__)
+        if "objects" not in data:
+            raise FormatError("missing key", source=source, field="objects")
+        raw_objects = data["objects"]
+        if not isinstance(raw_objects, list):
+            raise FormatError("must be a list", source=source, field="objects", value=type(raw_objects).__name__)
+        objects = tuple(SceneObject.from_json(o, source=source, index=i) for i, o in enumerate(raw_objects))
+        relationships: dict[str, tuple[tuple[int, ...], ...]] = {}
+        raw_rel = data.get("relationships", {})
+        if not isinstance(raw_rel, Mapping):
+            raise FormatError("must be an object", source=source, field="relationships", value=raw_rel)
+        for rel, rows in raw_rel.items():
+            if rel not in domain.RELATIONS:
+                raise FormatError(f"unknown relation; expected one of {list(domain.RELATIONS)}",
+                                  source=source, field="relationships", value=rel)
+            if not isinstance(rows, list) or len(rows) != len(objects):
+                raise FormatError(f"must be a list of {len(objects)} lists (one per object)",
+                                  source=source, field=f"relationships.{rel}", value=rows)
+            parsed = []
+            for i, row in enumerate(rows):
+                if not isinstance(row, list) or not all(
+                    isinstance(j, int) and not isinstance(j, bool) and 0 <= j < len(objects) and j != i for j in row
+                ):
+                    raise FormatError(f"must list object ids 0..{len(objects) - 1} other than {i}",
+                                      source=source, field=f"relationships.{rel}[{i}]", value=row)
+                parsed.append(tuple(row))
+            relationships[rel] = tuple(parsed)
+        image_index = data.get("image_index")
+        if image_index is not None and (not isinstance(image_index, int) or isinstance(image_index, bool)):
+            raise FormatError("must be an integer", source=source, field="image_index", value=image_index)
+        extra = {k: v for k, v in data.items()
+                 if k not in ("objects", "relationships", "split", "image_index", "image_filename")}
+        extra["__key_order__"] = [k for k in data.keys()]
+        return cls(objects, relationships, data.get("split"), image_index, data.get("image_filename"), extra)
+
+    def to_json(self) -> dict[str, Any]:
+        """The official JSON document (keys in the order they were read, when read from a file)."""
+        extra = dict(self.extra)
+        order = extra.pop("__key_order__", None)
+        data: dict[str, Any] = {}
+        if self.split is not None:
+            data["split"] = self.split
+        if self.image_index is not None:
+            data["image_index"] = self.image_index
+        if self.image_filename is not None:
+            data["image_filename"] = self.image_filename
+        data["objects"] = [o.to_json() for o in self.objects]
+        data["relationships"] = {rel: [list(row) for row in rows] for rel, rows in self.relationships.items()}
+        data.update(extra)
+        if order:
+            data = {k: data[k] for k in order if k in data} | {k: v for k, v in data.items() if k not in order}
+        return data
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> "Scene":
+        """Read an official scene JSON file (complete or incomplete)."""
+        return cls.from_json(read_json(path), source=Path(path))
+
+    def to_file(self, path: str | os.PathLike[str]) -> Path:
+        """Write the official JSON atomically (temp file + rename)."""
+        return atomic_write_json(path, self.to_json())
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[SceneObject], **kwargs: Any) -> "Scene":
+        return cls(tuple(objects), **kwargs)
