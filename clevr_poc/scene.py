@@ -255,3 +255,22 @@ class Scene:
     @classmethod
     def from_objects(cls, objects: Iterable[SceneObject], **kwargs: Any) -> "Scene":
         return cls(tuple(objects), **kwargs)
+
+
+def compute_relationships(points: "Iterable[tuple[float, float]]") -> dict[str, tuple[tuple[int, ...], ...]]:
+    """Relationships from world x/y positions with the official CLEVR-POC convention.
+
+    ``left[i]`` = objects with smaller x than object i, ``right[i]`` = larger x, ``front[i]`` =
+    smaller y, ``behind[i]`` = larger y. Ties (equal coordinates) put the pair in neither list.
+
+    Args:
+        points: (x, y) world coordinates per object, in world units.
+    """
+    pts = list(points)
+    rel: dict[str, list[tuple[int, ...]]] = {r: [] for r in domain.RELATIONS}
+    for i, (xi, yi) in enumerate(pts):
+        rel["left"].append(tuple(j for j, (xj, _) in enumerate(pts) if j != i and xj < xi))
+        rel["right"].append(tuple(j for j, (xj, _) in enumerate(pts) if j != i and xj > xi))
+        rel["front"].append(tuple(j for j, (_, yj) in enumerate(pts) if j != i and yj < yi))
+        rel["behind"].append(tuple(j for j, (_, yj) in enumerate(pts) if j != i and yj > yi))
+    return {k: tuple(v) for k, v in rel.items()}

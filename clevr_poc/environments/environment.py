@@ -76,6 +76,12 @@ class Environment:
     # ------------------------------------------------------------------ renderings
     def constraints_asp(self) -> str:
         """Only the constraints, one template instance per line group (official layout)."""
+        cached = self.__dict__.get("_constraints_asp")
+        if cached is None:
+            cached = self.__dict__["_constraints_asp"] = self._render_constraints()
+        return cached
+
+    def _render_constraints(self) -> str:
         return "\n".join("\n ".join(c.asp_rules()) for c in self.constraints) + ("\n" if self.constraints else "")
 
     def to_asp(self, *, background: bool = True, show: bool = True) -> str:

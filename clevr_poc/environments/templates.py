@@ -15,12 +15,13 @@ renderings below say so (the official release's renderings do not).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
-from clevr_poc.knowledge import asp_dir, strip_comments
+from clevr_poc.knowledge import read_asp, strip_comments
 
 _PLACEHOLDER = re.compile(r"\{(r|r1|r2|p1|v1|p2|v2|n)\}")
 
@@ -80,9 +81,13 @@ class ConstraintTemplate:
     @property
     def rules(self) -> tuple[str, ...]:
         """The template's ASP rules with ``{param}`` placeholders, one per rule."""
-        path = asp_dir() / "templates" / f"{self.index:02d}_{self.name}.lp"
-        body = strip_comments(path.read_text(encoding="utf-8"))
-        return tuple(line.strip() for line in body.splitlines() if line.strip())
+        return _template_rules(self.index, self.name)
+
+
+@lru_cache(maxsize=None)
+def _template_rules(index: int, name: str) -> tuple[str, ...]:
+    body = strip_comments(read_asp(f"templates/{index:02d}_{name}.lp"))
+    return tuple(line.strip() for line in body.splitlines() if line.strip())
 
 
 def _value_restriction(p: Mapping[str, Any]) -> str:
@@ -179,10 +184,15 @@ class Constraint:
 
     def asp_rules(self) -> tuple[str, ...]:
         """The ASP rules (one or two), parameters filled in."""
+        cached = self.__dict__.get("_asp_rules")
+        if cached is not None:
+            return cached
         rules = self.spec.rules
         if self.template == "value_restriction" and "p2" not in self.params:
             rules = rules[:1]
-        return tuple(_fill(rule, self.params) for rule in rules)
+        result = tuple(_fill(rule, self.params) for rule in rules)
+        self.__dict__["_asp_rules"] = result
+        return result
 
     def to_asp(self) -> str:
         """The rules on one line (the official environment-file layout puts a template's rules together)."""

@@ -1,0 +1,21 @@
+"""clevr_poc: reasoning-intensive visual question answering under partial observability (CLEVR-POC).
+
+The public face of the library::
+
+    from clevr_poc import Reasoner, Environment, Scene, Question, Answer
+"""
+
+from clevr_poc.answer import Answer, Elimination, Explanation, Witness
+from clevr_poc.environments import TEMPLATES, Constraint, Environment
+from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError, UnsafeProgramError, UnsatisfiableError
+from clevr_poc.question import Question
+from clevr_poc.reasoning import Reasoner, sanitize_query
+from clevr_poc.scene import Scene, SceneObject
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Answer", "ClevrPocError", "Constraint", "Elimination", "Environment", "Explanation", "FormatError",
+    "Question", "Reasoner", "Scene", "SceneObject", "SolverTimeoutError", "TEMPLATES", "UnsafeProgramError",
+    "UnsatisfiableError", "Witness", "sanitize_query",
+]

@@ -1,0 +1,188 @@
+"""Compiled answering: ground an environment once, answer each question with assumptions only.
+
+Grounding dominates the cost of one small CLEVR-POC question (~5 ms of ~8 ms; see
+``docs/benchmarks.md``). :class:`EnvironmentSolver` grounds ``background.lp + answering.lp +
+compiled_inputs.lp + object(0..N-1) + constraints`` once per environment; a question is then a list of
+assumptions over ``#external`` atoms (scene facts and the compiled query, see ``asp/compiled_inputs.lp``
+for why this is the same program), and one brave-consequence solve.
+
+Queries the compiler does not cover (a variable in an attribute/value position other than the answer,
+more than :data:`MAX_SLOTS` objects, constants as object ids in relations, ...) return None from
+:func:`compile_query`; the Reasoner then solves them with the direct encoding.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Iterable
+
+import clingo
+
+from clevr_poc import domain
+from clevr_poc.knowledge import read_asp
+from clevr_poc.reasoning.sanitizer import SanitizedQuery
+from clevr_poc.reasoning.watchdog import solve_brave
+from clevr_poc.scene import Scene
+
+#: Query variables (objects) a compiled query may use; CLEVR-POC's three-hop questions use 4.
+MAX_SLOTS = 5
+_VARIABLE = re.compile(r"^[A-Z][A-Za-z0-9_]*$")
+_SAME = {"same_color": "color", "same_size": "size", "same_shape": "shape", "same_material": "material"}
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A query as facts over slots: ``slot(S)``, ``q_property(S,P,V)``, ``q_target(S,P)``, ...
+
+    Attributes:
+        slots: number of query variables (objects).
+        facts: tuples ``(predicate, *arguments)`` of the externals to assume true.
+        attribute: the queried attribute.
+    """
+
+    slots: int
+    facts: tuple[tuple, ...]
+    attribute: str
+
+
+def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
+    """Compile a sanitized query, or None when it is outside the compiled fragment."""
+    head = query.head_variable
+    slots: dict[str, int] = {}
+    facts: list[tuple] = []
+    target: tuple | None = None
+
+    def slot(term: str) -> int | None:
+        if _VARIABLE.match(term):
+            if term == head:
+                return None
+            if term not in slots:
+                slots[term] = len(slots)
+            return slots[term]
+        if term.isdigit():  # a constant object id gets a slot of its own pinned to that object
+            index = len(slots) + sum(1 for f in facts if f[0] == "q_object")
+            key = f"#{index}"
+            slots[key] = len(slots)
+            facts.append(("q_object", slots[key], int(term)))
+            return slots[key]
+        return None
+
+    for name, args in query.atoms:
+        if name == "hasProperty":
+            s, attribute, value = slot(args[0]), args[1], args[2]
+            if s is None or attribute not in domain.ATTRIBUTES:
+                return None
+            if value == head:
+                if target is not None:
+                    return None
+                target = ("q_target", s, attribute)
+            elif value in domain.DOMAINS[attribute]:
+                facts.append(("q_property", s, attribute, value))
+            else:
+                return None
+        elif name == "at":
+            s = slot(args[0])
+            if s is None or not args[1].isdigit():
+                return None
+            facts.append(("q_at", s, int(args[1])))
+        elif name in ("left", "right", "front", "behind") or name in _SAME or name == "sameProperty":
+            s, t = slot(args[0]), slot(args[1])
+            if s is None or t is None or s == t:
+                return None
+            if name == "sameProperty":
+                if args[2] not in domain.ATTRIBUTES:
+                    return None
+                facts.append(("q_same", args[2], s, t))
+            elif name in _SAME:
+                facts.append(("q_same", _SAME[name], s, t))
+            else:
+                facts.append(("q_relation", name, s, t))
+        elif name == "object":
+            if slot(args[0]) is None:
+                return None
+        elif name == "!=":
+            if not (_VARIABLE.match(args[0]) and _VARIABLE.match(args[1])):
+                return None
+            s, t = slot(args[0]), slot(args[1])
+            if s is None or t is None or s == t:
+                return None
+            facts.append(("q_distinct", min(s, t), max(s, t)))
+        else:
+            return None
+    if target is None or len(slots) > MAX_SLOTS:
+        return None
+    facts.extend(("slot", s) for s in range(len(slots)))
+    facts.append(target)
+    return CompiledQuery(len(slots), tuple(facts), target[2])
+
+
+def _python_value(symbol: clingo.Symbol):
+    if symbol.type == clingo.SymbolType.Number:
+        return symbol.number
+    return symbol.name
+
+
+class EnvironmentSolver:
+    """One environment, grounded once; answers questions by assumptions (not thread-safe by itself:
+    calls are serialised with a lock)."""
+
+    EXTERNALS = (("scene_property", 3), ("scene_at", 2), ("scene_relation", 3), ("slot", 1),
+                 ("q_object", 2), ("q_property", 3), ("q_at", 2), ("q_relation", 3), ("q_same", 3),
+                 ("q_distinct", 2), ("q_target", 2))
+
+    def __init__(self, num_objects: int, constraints_asp: str, logger=None) -> None:
+        self.num_objects = num_objects
+        self.lock = threading.Lock()
+        control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=logger)
+        control.add("base", [], "\n".join((
+            read_asp("background.lp"), read_asp("answering.lp"), read_asp("compiled_inputs.lp"),
+            f"object(0..{num_objects - 1}). slot_id(0..{MAX_SLOTS - 1}).", constraints_asp,
+        )))
+        control.ground([("base", [])])
+        self.index: dict[tuple, int] = {}
+        base: list[int] = []
+        for name, arity in self.EXTERNALS:
+            for atom in control.symbolic_atoms.by_signature(name, arity):
+                if not atom.is_external:
+                    continue
+                key = (name, *(_python_value(a) for a in atom.symbol.arguments))
+                self.index[key] = len(base)
+                base.append(-atom.literal)
+                control.assign_external(atom.literal, None)  # free: its value comes from assumptions
+        self.base = base
+        self.control = control
+
+    def assumptions(self, scene: Scene, query: CompiledQuery) -> list[int] | None:
+        """Assumption literals for one question; None if a fact has no external (cannot happen for
+        scenes that fit the environment)."""
+        lits = list(self.base)
+        index = self.index
+        try:
+            for i, obj in enumerate(scene.objects):
+                for attribute in domain.ATTRIBUTES:
+                    pos = index[("scene_property", i, attribute, getattr(obj, attribute))]
+                    lits[pos] = -lits[pos]
+                pos = index[("scene_at", i, obj.region)]
+                lits[pos] = -lits[pos]
+            for rel, rows in scene.relationships.items():
+                for i, row in enumerate(rows):
+                    for j in row:
+                        pos = index[("scene_relation", rel, i, j)]
+                        if lits[pos] < 0:
+                            lits[pos] = -lits[pos]
+            for fact in query.facts:
+                pos = index[fact]
+                if lits[pos] < 0:
+                    lits[pos] = -lits[pos]
+        except KeyError:
+            return None
+        return lits
+
+    def solve(self, assumptions: Iterable[int], time_limit: float) -> tuple[bool, frozenset[str], bool]:
+        """Brave consequences under ``assumptions``: ``(satisfiable, values, timed_out)``."""
+        with self.lock:
+            satisfiable, symbols, timed_out = solve_brave(self.control, assumptions, time_limit)
+        values = frozenset(str(s.arguments[0]) for s in symbols if s.name == "missing")
+        return satisfiable, values, timed_out

@@ -1,0 +1,199 @@
+"""The Reasoner: every answer consistent with an environment, a partial scene and a question.
+
+Program solved (official semantics; ``docs/concepts.md``): background theory + ``object(0..N-1)`` + the
+environment's constraints + the scene facts + the (sanitized) query + ``asp/answering.lp``. The answer is
+the union of ``missing/1`` over all answer sets, computed as clingo's *brave consequences* (one solver
+call, no enumeration of every model), in process.
+
+Two modes give the same answers:
+
+- ``"direct"``: the program above as text, grounded and solved per question (about 8 ms);
+- ``"compiled"`` (default): the environment is grounded once and each question is a set of
+  assumptions (:mod:`clevr_poc.reasoning.compiled`, about 0.5 ms); queries outside the compiled
+  fragment fall back to ``"direct"``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+import clingo
+
+from clevr_poc import domain
+from clevr_poc.answer import Answer
+from clevr_poc.environments.environment import Environment
+from clevr_poc.errors import FormatError, SolverTimeoutError, UnsatisfiableError
+from clevr_poc.knowledge import read_asp
+from clevr_poc.question import Question
+from clevr_poc.reasoning.compiled import EnvironmentSolver, compile_query
+from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.reasoning.watchdog import solve_brave
+from clevr_poc.scene import Scene
+
+QueryLike = str | Question | SanitizedQuery
+
+
+def _silent(code: clingo.MessageCode, message: str) -> None:  # clingo's info messages are not errors
+    return None
+
+
+@lru_cache(maxsize=1)
+def _fixed_program() -> str:
+    return read_asp("background.lp") + "\n" + read_asp("answering.lp")
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    satisfiable: bool
+    values: frozenset[str]
+
+
+class Reasoner:
+    """Answer CLEVR-POC questions with clingo (official semantics, brave consequences).
+
+    Args:
+        time_limit: seconds allowed for one solver call (default 10.0); exceeding it raises
+            :class:`~clevr_poc.errors.SolverTimeoutError`.
+        rename_head: accept ``query(Q)`` / ``unknown(Q)`` heads (see :func:`sanitize_query`).
+
+    Every query goes through :func:`~clevr_poc.reasoning.sanitizer.sanitize_query`; environments
+    come as :class:`~clevr_poc.environments.Environment` objects (files are checked when read).
+    Thread-safe: every call builds its own clingo ``Control``.
+    """
+
+    MODES = ("compiled", "direct")
+
+    def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True, mode: str = "compiled",
+                 cache_size: int = 64) -> None:
+        if time_limit <= 0:
+            raise ValueError(f"time_limit must be positive, got {time_limit}")
+        if mode not in self.MODES:
+            raise ValueError(f"mode must be one of {self.MODES}, got {mode!r}")
+        self.time_limit = float(time_limit)
+        self.rename_head = rename_head
+        self.mode = mode
+        self.cache_size = cache_size
+        self._solvers: OrderedDict[tuple[int, str], EnvironmentSolver] = OrderedDict()
+        self._solvers_lock = threading.Lock()
+        #: how many questions went through each mode (for benchmarks and diagnostics)
+        self.counts = {"compiled": 0, "direct": 0}
+
+    # ------------------------------------------------------------------ public API
+    def sanitize(self, query: QueryLike) -> SanitizedQuery:
+        """The checked form of ``query`` (a string, a :class:`Question` or an already checked query)."""
+        if isinstance(query, SanitizedQuery):
+            return query
+        if isinstance(query, Question):
+            query = query.asp_query
+        return sanitize_query(query, rename_head=self.rename_head)
+
+    def answer(self, environment: Environment, scene: Scene, query: QueryLike, *, strict: bool = False) -> Answer:
+        """All values of the queried attribute consistent with environment + scene + query.
+
+        Args:
+            environment: constraints and N (objects, hidden one included).
+            scene: the partial scene (at most N-1 visible objects; N objects is allowed and means
+                nothing is hidden).
+            query: ``missing(Q) :- ...`` (untrusted text is fine: it is sanitized).
+            strict: raise :class:`UnsatisfiableError` instead of returning an empty answer when the
+                program has no answer set.
+
+        Returns:
+            :class:`Answer` with ``values`` (frozenset of attribute values, possibly empty),
+            ``satisfiable`` and ``reason``.
+
+        Raises:
+            UnsafeProgramError: the query is outside the query language.
+            FormatError: the scene has more objects than the environment declares.
+            SolverTimeoutError: solving took longer than ``time_limit``.
+        """
+        checked = self.sanitize(query)
+        facts = self.scene_facts(environment, scene)
+        result = None
+        if self.mode == "compiled":
+            result = self._solve_compiled(environment, scene, checked)
+        if result is None:
+            self.counts["direct"] += 1
+            result = self._solve(self.program(environment, facts, checked))
+        if not result.satisfiable:
+            reason = ("no answer set: the scene, the question and the environment's constraints are "
+                      "inconsistent (or nothing can match the question)")
+            if strict:
+                raise UnsatisfiableError(reason)
+            return Answer(frozenset(), checked.attribute, False, reason, None, checked.text, facts)
+        return Answer(result.values, checked.attribute, True, None, None, checked.text, facts)
+
+    def answer_many(self, items: Iterable[tuple[Environment, Scene, QueryLike]]) -> list[Answer]:
+        """:meth:`answer` over (environment, scene, query) triples, in order."""
+        return [self.answer(env, scene, query) for env, scene, query in items]
+
+    def explain(self, environment: Environment, scene: Scene, query: QueryLike):
+        """The answer with an :class:`~clevr_poc.answer.Explanation` (see :mod:`.explanations`)."""
+        from clevr_poc.reasoning.explanations import explain
+
+        return explain(self, environment, scene, query)
+
+    # ------------------------------------------------------------------ building blocks
+    @staticmethod
+    def scene_facts(environment: Environment, scene: Scene) -> str:
+        """ASP facts of ``scene`` after checking it fits the environment."""
+        if len(scene) > environment.num_objects:
+            raise FormatError(
+                f"the scene has {len(scene)} objects but the environment declares only "
+                f"{environment.num_objects} (object(0..{environment.num_objects - 1}))",
+                field="objects", value=len(scene))
+        return scene.to_asp_facts()
+
+    @staticmethod
+    def program(environment: Environment, facts: str, query: SanitizedQuery) -> str:
+        """The full program text: background, answering rules, objects, constraints, facts, query."""
+        return "\n".join((
+            _fixed_program(),
+            f"object(0..{environment.num_objects - 1}).",
+            environment.constraints_asp(),
+            facts,
+            query.text,
+        ))
+
+    def solver_for(self, environment: Environment) -> EnvironmentSolver:
+        """The grounded :class:`EnvironmentSolver` of ``environment`` (LRU cache of ``cache_size``)."""
+        key = (environment.num_objects, environment.constraints_asp())
+        with self._solvers_lock:
+            solver = self._solvers.get(key)
+            if solver is not None:
+                self._solvers.move_to_end(key)
+                return solver
+        solver = EnvironmentSolver(environment.num_objects, key[1], logger=_silent)
+        with self._solvers_lock:
+            self._solvers[key] = solver
+            while len(self._solvers) > self.cache_size:
+                self._solvers.popitem(last=False)
+        return solver
+
+    def _solve_compiled(self, environment: Environment, scene: Scene, query: SanitizedQuery) -> SolveResult | None:
+        compiled = compile_query(query)
+        if compiled is None:
+            return None
+        solver = self.solver_for(environment)
+        assumptions = solver.assumptions(scene, compiled)
+        if assumptions is None:
+            return None
+        satisfiable, values, timed_out = solver.solve(assumptions, self.time_limit)
+        if timed_out:
+            raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s")
+        self.counts["compiled"] += 1
+        return SolveResult(satisfiable, values)
+
+    def _solve(self, program: str) -> SolveResult:
+        control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=_silent)
+        control.add("base", [], program)
+        control.ground([("base", [])])
+        satisfiable, symbols, timed_out = solve_brave(control, (), self.time_limit)
+        if timed_out:
+            raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s")
+        values = frozenset(str(sym.arguments[0]) for sym in symbols if sym.name == "missing" and sym.arguments)
+        return SolveResult(satisfiable, values)
