@@ -1,0 +1,108 @@
+"""Official scene / question JSON: round-trips and typed errors on malformed files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clevr_poc import FormatError, Question, Scene
+from clevr_poc.scene import compute_relationships
+
+
+def test_partial_scene_renumbers_objects_and_relationships(complete_scene):
+    partial = complete_scene.without_object(1)
+    assert [o.color for o in partial.objects] == ["purple", "blue", "green", "red"]
+    # in the complete scene object 3 (green, x=-3) has nothing to its left; object 0 (x=2) has 1, 3, 4
+    assert complete_scene.relationships["left"][0] == (1, 3, 4)
+    # after removing object 1 the same objects are 2 (green) and 3 (red)
+    assert partial.relationships["left"][0] == (2, 3)
+    # front[0] = objects with smaller y than (2, 3): blue (3, -3) and green (-3, 2), now ids 1 and 2
+    assert partial.relationships["front"][0] == (1, 2)
+    assert len(partial.relationships["front"]) == 4
+
+
+def test_compute_relationships_official_convention():
+    rel = compute_relationships([(0.0, 0.0), (1.0, -1.0), (-2.0, 3.0)])
+    assert rel["left"] == ((2,), (0, 2), ())
+    assert rel["right"] == ((1,), (), (0, 1))
+    assert rel["front"] == ((1,), (), (0, 1))
+    assert rel["behind"] == ((2,), (0, 2), ())
+
+
+def test_scene_json_round_trip_keeps_unknown_keys(tmp_path, complete_scene):
+    data = complete_scene.to_json()
+    data["directions"] = {"left": [-1, 0, 0]}
+    data["objects"][0]["rotation"] = 12.5
+    path = tmp_path / "scene.json"
+    path.write_text(json.dumps(data))
+    first = Scene.from_file(path)
+    out = tmp_path / "again.json"
+    first.to_file(out)
+    second = Scene.from_file(out)
+    assert json.loads(out.read_text()) == data
+    assert second == first
+    assert second.objects[0].extra["rotation"] == 12.5
+    assert second.objects[0].region == 1 and data["objects"][0]["region"] == "1"
+
+
+def test_question_json_round_trip(tmp_path):
+    data = {
+        "split": "val", "image_filename": "CLEVR_val_000007.png", "image_index": 7,
+        "question": "What size is the red thing?", "program": [{"type": "scene", "inputs": []}],
+        "asp_query": "missing(Q) :- hasProperty(X,size,Q), hasProperty(X,color,red).",
+        "answer": ["small", "medium"], "object_interest": {"color": "red"}, "template_filename": "zero_hop.json",
+        "question_family_index": 2, "question_index": 7, "constraint_type_index": 3,
+    }
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(data))
+    question = Question.from_file(path)
+    assert question.answer == frozenset({"small", "medium"})
+    assert question.query_attribute == "size"
+    assert question.environment_id == 3
+    out = tmp_path / "q2.json"
+    question.to_file(out)
+    written = json.loads(out.read_text())
+    assert written["answer"] == ["medium", "small"]
+    assert Question.from_file(out) == question
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d["objects"][1].__setitem__("color", "pink"), "objects[1].color"),
+        (lambda d: d["objects"][0].__setitem__("region", "7"), "objects[0].region"),
+        (lambda d: d["objects"][2].pop("shape"), "objects[2].shape"),
+        (lambda d: d["relationships"].__setitem__("left", [[9], [], [], []]), "relationships.left[0]"),
+        (lambda d: d["relationships"].__setitem__("above", []), "relationships"),
+        (lambda d: d["objects"][0].__setitem__("3d_coords", ["a", 1, 2]), "objects[0].3d_coords"),
+        (lambda d: d.pop("objects"), "objects"),
+    ],
+)
+def test_malformed_scene_names_file_and_field(tmp_path, partial_scene, mutate, field):
+    data = partial_scene.to_json()
+    mutate(data)
+    path = tmp_path / "bad_scene.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FormatError) as info:
+        Scene.from_file(path)
+    assert info.value.field == field
+    assert "bad_scene.json" in str(info.value)
+
+
+def test_invalid_json_and_missing_file(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"objects": [')
+    with pytest.raises(FormatError, match="broken.json.*invalid JSON at line 1"):
+        Scene.from_file(path)
+    with pytest.raises(FormatError, match="file not found"):
+        Scene.from_file(tmp_path / "nope.json")
+
+
+def test_malformed_question(tmp_path):
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps({"question": "What?", "asp_query": "missing(Q):-hasProperty(X,size,Q).",
+                                "answer": ["huge"]}))
+    with pytest.raises(FormatError) as info:
+        Question.from_file(path)
+    assert info.value.field == "answer" and info.value.value == "huge"
