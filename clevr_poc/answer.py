@@ -16,7 +16,7 @@ class Elimination:
             constraints that together rule the value out; empty when the scene, the question and the
             background theory alone rule it out.
         texts: natural-language renderings of those constraints (same order).
-        background: names of background rules involved (e.g. ``"region capacity"``), if any.
+        background: names of background rules involved (e.g. ``"at most 3 objects per region"``), if any.
     """
 
     value: str
@@ -25,10 +25,27 @@ class Elimination:
     background: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        if not self.constraints and not self.background:
-            return f"{self.value}: no object matching the question can have it (scene and question alone)"
-        reasons = list(self.texts) + [f"background rule: {b}" for b in self.background]
-        return f"{self.value}: ruled out by " + "; ".join(reasons)
+        """One line per reason, e.g.::
+
+            large: ruled out by these 2 rules together (without any one of them it would be possible):
+              - constraint 0: No object in region 0 has size large.
+              - background: at most 3 objects per region
+        """
+        return _elimination_text(self.value, self)
+
+
+def _elimination_text(label: str, e: Elimination) -> str:
+    reasons = [f"constraint {k}: {text}" for k, text in zip(e.constraints, e.texts)]
+    reasons += [f"background: {name}" for name in e.background]
+    if not reasons:
+        return (f"{label}: ruled out by the scene and the question alone (every object has one "
+                f"value per attribute and one region; no constraint is needed)")
+    if len(reasons) == 1:
+        head = f"{label}: ruled out by this rule alone:"
+    else:
+        head = (f"{label}: ruled out by these {len(reasons)} rules together (without any one of them "
+                f"it would be possible):")
+    return "\n".join([head] + [f"  - {r}" for r in reasons])
 
 
 @dataclass(frozen=True)
@@ -37,8 +54,9 @@ class Witness:
 
     Attributes:
         value: the kept attribute value.
-        hidden_object: attributes and region of the hidden object in that completion
-            (keys color/shape/size/material/region).
+        hidden_object: attributes and region of the hidden object in that completion (keys
+            color/shape/size/material/region, and ``id``, the hidden object's id = number of visible
+            objects); empty when nothing is hidden.
         matched_object: id of the object bound to the query variable X (the hidden object's id is
             ``len(partial scene)``), or None if unknown.
     """
@@ -48,12 +66,22 @@ class Witness:
     matched_object: int | None = None
 
     def describe(self) -> str:
+        """E.g. ``small: possible, e.g. when the hidden object (object 4) is a small red rubber sphere in
+        region 0; the question is then about the hidden object``."""
         o = self.hidden_object
-        text = (f"{self.value}: consistent, e.g. the hidden object is a {o.get('size')} {o.get('color')} "
-                f"{o.get('material')} {o.get('shape')} in region {o.get('region')}")
+        hidden_id = o.get("id")
+        parts = []
+        if o:
+            name = " ".join(str(o[k]) for k in ("size", "color", "material", "shape") if o.get(k) is not None)
+            where = f" in region {o['region']}" if o.get("region") is not None else ""
+            label = f"the hidden object (object {hidden_id})" if hidden_id is not None else "the hidden object"
+            parts.append(f"when {label} is a {name}{where}")
         if self.matched_object is not None:
-            text += f" (the question's object is object {self.matched_object})"
-        return text
+            if hidden_id is not None and self.matched_object == hidden_id:
+                parts.append("the question is then about the hidden object")
+            else:
+                parts.append(f"the question is then about the visible object {self.matched_object}")
+        return f"{self.value}: possible, e.g. " + "; ".join(parts) if parts else f"{self.value}: possible"
 
 
 @dataclass(frozen=True)
@@ -65,10 +93,19 @@ class Explanation:
     eliminated: tuple[Elimination, ...]
 
     def describe(self) -> str:
-        """Multi-line human-readable explanation."""
-        lines = [f"query attribute: {self.attribute}"]
-        lines += ["kept " + w.describe() for w in self.kept]
-        lines += ["eliminated " + e.describe() for e in self.eliminated]
+        """Multi-line human-readable explanation (printed by ``clevr-poc answer --explain``)."""
+        attribute = f"{self.attribute} values" if self.attribute else "values"
+        answer = ", ".join(w.value for w in self.kept) or "none"
+        lines = [f"Possible {attribute}: {answer}."]
+        lines += ["  " + w.describe() for w in self.kept]
+        if self.eliminated:
+            lines.append(f"Ruled-out {attribute}: {', '.join(e.value for e in self.eliminated)}.")
+            groups: dict[tuple, list[Elimination]] = {}  # values ruled out by the same rules share a paragraph
+            for e in self.eliminated:
+                groups.setdefault((e.constraints, e.background), []).append(e)
+            for members in groups.values():
+                label = ", ".join(e.value for e in members)
+                lines += ["  " + line for line in _elimination_text(label, members[0]).splitlines()]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
