@@ -1,0 +1,31 @@
+"""Evaluation of CLEVR-POC models (paper §4.2): exact accuracy (eq. 2) and Jaccard index (eq. 3).
+
+::
+
+    from clevr_poc.evaluation import evaluate, table2_markdown, write_outputs
+    report = evaluate(model, examples)        # model.predict(example) -> set[str] | None
+    print(report.exact_accuracy, report.jaccard, report.parse_failures)
+    report.breakdown("attribute")             # {"color": GroupScore(...), ...}
+    write_outputs(report, "results/")         # report.json, table2.md, breakdowns.md, plots/
+
+See :mod:`clevr_poc.evaluation.metrics` for the edge cases (both sets empty -> Jaccard 1.0; a parse
+failure scores 0) and :mod:`clevr_poc.evaluation.report` for the model protocol and the breakdowns.
+"""
+
+from clevr_poc.evaluation.metrics import (
+    LABEL_INDEX, NUM_LABELS, exact_accuracy, exact_match, exact_match_scores, from_multi_hot, jaccard_index,
+    jaccard_scores, mean_jaccard, parsed_mask, to_multi_hot,
+)
+from clevr_poc.evaluation.outputs import write_outputs
+from clevr_poc.evaluation.report import (
+    BREAKDOWNS, EvaluationReport, ExampleResult, GroupScore, Prediction, evaluate, normalize_prediction,
+    score_predictions,
+)
+from clevr_poc.evaluation.tables import breakdown_markdown, table2_markdown
+
+__all__ = [
+    "BREAKDOWNS", "EvaluationReport", "ExampleResult", "GroupScore", "LABEL_INDEX", "NUM_LABELS", "Prediction",
+    "breakdown_markdown", "evaluate", "exact_accuracy", "exact_match", "exact_match_scores", "from_multi_hot",
+    "jaccard_index", "jaccard_scores", "mean_jaccard", "normalize_prediction", "parsed_mask",
+    "score_predictions", "table2_markdown", "to_multi_hot", "write_outputs",
+]
