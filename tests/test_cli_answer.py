@@ -136,6 +136,7 @@ def _bad_inputs(d: Path) -> dict[str, list[str]]:
     (d / "syntax.lp").write_text("object(0..4\n", encoding="utf-8")
     (d / "noquery.json").write_text('{"question": "what?"}', encoding="utf-8")
     (d / "binary.lp").write_bytes(b"\xff\xfe\x00object")
+    (d / "include.lp").write_text(f'object(0..4).\n#include "{(d / "absent.lp").as_posix()}".\n', encoding="utf-8")
     return {
         "missing environment file": ["--environment", str(d / "nope.lp"), "--scene", scene, "--query", QUERY],
         "missing scene file": ["--environment", env, "--scene", str(d / "nope.json"), "--query", QUERY],
@@ -151,6 +152,7 @@ def _bad_inputs(d: Path) -> dict[str, list[str]]:
         "foreign rule": ["--environment", str(d / "rule.lp"), "--scene", scene, "--query", QUERY],
         "environment syntax": ["--environment", str(d / "syntax.lp"), "--scene", scene, "--query", QUERY],
         "binary environment": ["--environment", str(d / "binary.lp"), "--scene", scene, "--query", QUERY],
+        "environment includes a file": ["--environment", str(d / "include.lp"), "--scene", scene, "--query", QUERY],
         "no query": ["--environment", env, "--scene", scene],
         "no inputs": [],
         "question without asp_query": ["--example", "appendix_a", "--question", str(d / "noquery.json")],
@@ -167,7 +169,8 @@ EXPECTED_WORDS = {
     "malformed JSON": "invalid JSON", "bad scene field": "pink", "bad relationship": "relationships.left[0]",
     "scene is a folder": "cannot read", "hostile query": "#include", "query with not": "negation",
     "too few objects": "environment declares only 2", "foreign rule": "not an instance",
-    "environment syntax": "not a valid ASP program", "binary environment": "UTF-8", "no query": "--query",
+    "environment syntax": "not a valid ASP program", "binary environment": "UTF-8", "environment includes a file": "include.lp",
+    "no query": "--query",
     "no inputs": "--environment", "question without asp_query": "asp_query", "unknown example": "appendix_z",
     "bad mode": "--mode", "bad time limit": "--time-limit", "negative time limit": "--time-limit",
 }

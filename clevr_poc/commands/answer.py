@@ -52,7 +52,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "answer",
         help="answer a question about the hidden object of a partial scene (clingo)",
-        description="Every value of the queried attribute of the hidden object that is consistent with "
+        description="Every value of the queried attribute of the hidden object that is consistent with\n"
                     "the environment's constraints, the partial scene and the question.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -226,10 +226,17 @@ def to_text(answer: Answer, inputs: AnswerInputs) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``python -m clevr_poc answer``; returns the exit status (0)."""
-    mode = parse_mode(args.mode)
-    time_limit = parse_time_limit(args.time_limit)
-    inputs = load_inputs(args)
-    answer = solve(inputs, mode=mode, time_limit=time_limit, explain=args.explain)
+    try:
+        mode = parse_mode(args.mode)
+        time_limit = parse_time_limit(args.time_limit)
+        inputs = load_inputs(args)
+        answer = solve(inputs, mode=mode, time_limit=time_limit, explain=args.explain)
+    except ClevrPocError as exc:
+        # some messages quote clingo, whose messages can span lines; the CLI prints exactly one line
+        message = str(exc)
+        if "\n" in message:
+            raise ClevrPocError(" ".join(message.split())) from None
+        raise
     if args.json:
         print(json.dumps(to_json(answer, inputs, mode), ensure_ascii=False))
     else:
