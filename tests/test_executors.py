@@ -1,0 +1,71 @@
+"""map_ordered: same results, same order, whatever the executor and worker count."""
+
+from __future__ import annotations
+
+import pytest
+
+from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.executors import ExecutorError, map_ordered
+
+
+def _square_or_fail(x: int) -> int:
+    if x == 13:
+        raise FormatError("thirteen is unlucky", field="x", value=x)
+    return x * x
+
+
+def _slow_first(x: int) -> tuple[int, int]:
+    import os
+    import time
+
+    if x == 0:
+        time.sleep(0.3)  # the first item finishes last: order must still hold
+    return x, os.getpid()
+
+
+def test_local_single_worker_runs_in_process():
+    import os
+
+    results = list(map_ordered(_slow_first, range(5), workers=1))
+    assert [x for x, _ in results] == [0, 1, 2, 3, 4]
+    assert {pid for _, pid in results} == {os.getpid()}
+
+
+def test_pool_keeps_order_and_uses_other_processes():
+    import os
+
+    results = list(map_ordered(_slow_first, range(40), workers=2, chunksize=3, max_in_flight=4))
+    assert [x for x, _ in results] == list(range(40))
+    assert os.getpid() not in {pid for _, pid in results}
+
+
+def test_pool_consumes_a_generator_lazily():
+    results = list(map_ordered(_square_or_fail, (i for i in range(12)), workers=2, chunksize=5))
+    assert results == [i * i for i in range(12)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_worker_error_keeps_its_type(workers):
+    with pytest.raises(FormatError, match="thirteen"):
+        list(map_ordered(_square_or_fail, range(20), workers=workers))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"executor": "dask"}, "unknown executor"),
+    ({"workers": 0}, "positive integer"),
+    ({"ray_address": "auto"}, "only used with executor='ray'"),
+    ({"chunksize": 0}, "chunksize"),
+])
+def test_bad_settings_raise_executor_error(kwargs, message):
+    with pytest.raises(ExecutorError, match=message):
+        list(map_ordered(_square_or_fail, range(3), **kwargs))
+    assert issubclass(ExecutorError, ClevrPocError)
+
+
+def test_ray_gives_the_same_results_and_errors():
+    pytest.importorskip("ray")
+    items = list(range(13))
+    assert list(map_ordered(_square_or_fail, items, workers=2, executor="ray", chunksize=4)) == [
+        i * i for i in items]
+    with pytest.raises(FormatError, match="thirteen"):
+        list(map_ordered(_square_or_fail, range(20), workers=2, executor="ray"))
