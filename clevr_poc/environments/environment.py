@@ -12,6 +12,7 @@ theory, ``object/1`` declarations, ``#show`` lines and instances of the 11 templ
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -133,7 +134,7 @@ class Environment:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise FormatError("file not found", source=path) from None
-        except (UnicodeDecodeError, IsADirectoryError) as exc:
+        except (UnicodeDecodeError, OSError) as exc:
             raise FormatError(f"cannot read as UTF-8 text ({exc.__class__.__name__})", source=path) from None
         if id is None:
             digits = "".join(ch for ch in path.stem.rsplit("_", 1)[-1] if ch.isdigit())
@@ -142,7 +143,12 @@ class Environment:
 
     @classmethod
     def from_asp(cls, text: str, *, source: object = "<string>", id: int | None = None) -> "Environment":
-        """Parse environment program text; see :meth:`from_lp` for what is accepted."""
+        """Parse environment program text; see :meth:`from_lp` for what is accepted.
+
+        ``#include`` directives are rejected before the text reaches clingo's parser (which would
+        open the included file); ``#script`` blocks are parsed, never run, and rejected.
+        """
+        _reject_includes(text, source)
         statements: list[clingo_ast.AST] = []
         messages: list[str] = []
 
@@ -153,21 +159,25 @@ class Environment:
             clingo_ast.parse_string(text, statements.append, logger=logger)
         except RuntimeError:
             detail = messages[0] if messages else "syntax error"
-            raise FormatError(f"not a valid ASP program: {detail}", source=source) from None
+            where = re.match(r"<string>:(\d+):", detail)
+            detail = re.sub(r"^<string>:[\d:-]+\s*(error:\s*)?", "", detail).replace("\n", " ")
+            raise FormatError(f"not a valid ASP program: {detail}", source=source,
+                              field=f"line {where.group(1)}" if where else None) from None
         lines = text.splitlines()
         background = _background_statements()
         num_objects: int | None = None
-        units: list[tuple[int, list[str], bool]] = []  # (line, rules, continuation)
+        # one unit per constraint: (first line of each rule, last line, canonical rules, source rules)
+        units: list[tuple[list[int], int, list[str], list[str]]] = []
         show: list[str] = []
         for stmt in statements:
             kind = stmt.ast_type
             line = stmt.location.begin.line
             if kind == clingo_ast.ASTType.Program and str(stmt) == "#program base.":
                 continue
-            if kind.name == "Comment":
+            if kind == clingo_ast.ASTType.Comment:
                 continue
             source_text = _slice(lines, stmt.location)
-            if kind in (clingo_ast.ASTType.ShowSignature,):
+            if kind == clingo_ast.ASTType.ShowSignature:
                 show.append(source_text.strip())
                 continue
             if kind != clingo_ast.ASTType.Rule:
@@ -183,33 +193,71 @@ class Environment:
                                       value=source_text.strip())
                 num_objects = count
                 continue
-            continuation = stmt.location.begin.column > 1 and units and units[-1][0] == line - 1 \
-                and not lines[line - 1][: stmt.location.begin.column - 1].strip()
-            same_line = units and units[-1][0] == line and stmt.location.begin.column > 1
-            if (continuation or same_line) and len(units[-1][1]) == 1:
-                units[-1][1].append(source_text)
-                units[-1] = (line, units[-1][1], True)
+            column = stmt.location.begin.column
+            previous_end = units[-1][1] if units else None
+            # the second rule of a two-rule template: on the line after the first rule, indented
+            # (official layout), or on the same line after it
+            continuation = column > 1 and previous_end == line - 1 and not lines[line - 1][: column - 1].strip()
+            same_line = previous_end == line and column > 1
+            if (continuation or same_line) and len(units[-1][2]) == 1:
+                starts, _, rules, texts = units[-1]
+                units[-1] = (starts + [line], stmt.location.end.line, rules + [canonical], texts + [source_text])
             else:
-                units.append((line, [source_text], False))
+                units.append(([line], stmt.location.end.line, [canonical], [source_text]))
         if num_objects is None:
             raise FormatError("no object(0..N-1) declaration", source=source, field="object/1")
         if not 1 <= num_objects <= MAX_OBJECTS:
             raise FormatError(f"number of objects must be 1..{MAX_OBJECTS}", source=source, field="object/1",
                               value=num_objects)
         constraints: list[Constraint] = []
-        for line, rules, _ in units:
+        for starts, _, rules, texts in units:
             try:
-                constraints.append(constraint_from_rules(rules, source=source, line=f"line {line}"))
+                constraints.append(_constraint(rules, texts, source, starts[0]))
             except FormatError:
                 if len(rules) == 1:
                     raise
                 # two independent one-rule constraints that happen to be adjacent
-                for rule in rules:
-                    constraints.append(constraint_from_rules([rule], source=source, line=f"line {line}"))
+                for rule, text, start in zip(rules, texts, starts):
+                    constraints.append(_constraint([rule], [text], source, start))
         return cls(tuple(constraints), num_objects, id, tuple(show) if show else ())
 
     def __str__(self) -> str:
         return self.describe()
+
+
+def _constraint(rules: list[str], texts: list[str], source: object, line: int) -> Constraint:
+    """The constraint of one unit; errors quote the file's text, not clingo's canonical form."""
+    return constraint_from_rules(rules, source=source, line=f"line {line}", quote=texts)
+
+
+def _reject_includes(text: str, source: object) -> None:
+    """Raise FormatError at the first ``#include`` outside comments (clingo's parser would open the file)."""
+    i, line, n = 0, 1, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+        elif ch == "%":
+            if text.startswith("%*", i):
+                close = text.find("*%", i + 2)
+                close = n if close < 0 else close + 2
+                line += text.count("\n", i, close)
+                i = close
+                continue
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+            continue
+        elif ch == '"':
+            j = i + 1
+            while j < n and text[j] not in '"\n':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1 if j < n and text[j] == '"' else j
+            continue
+        elif text.startswith("#include", i):
+            end = text.find("\n", i)
+            raise FormatError("#include is not allowed in environment files", source=source, field=f"line {line}",
+                              value=text[i: n if end < 0 else end].strip())
+        i += 1
 
 
 def _slice(lines: list[str], location: Any) -> str:

@@ -19,6 +19,8 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+import clingo.ast as clingo_ast
+
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
 from clevr_poc.knowledge import read_asp, strip_comments
@@ -213,71 +215,108 @@ class Constraint:
 
 
 # ---------------------------------------------------------------------- parsing rules back into constraints
-_TOKEN = {"r": r"(\d+)", "r1": r"(\d+)", "r2": r"(\d+)", "n": r"(\d+)",
-          "p1": r"([a-z]+)", "p2": r"([a-z]+)", "v1": r"([a-z]+)", "v2": r"([a-z]+)"}
+# Rules are compared in clingo's canonical form (``str`` of the parsed statement), so layout, comments
+# and ``,`` vs ``;`` do not matter, while tokens stay apart ("not hasProperty" is not "nothasProperty").
+_TOKEN = {"r": r"\d+", "r1": r"\d+", "r2": r"\d+", "n": r"\d+",
+          "p1": r"[a-z]+", "p2": r"[a-z]+", "v1": r"[a-z]+", "v2": r"[a-z]+"}
+#: Stand-ins for the placeholders while a template rule is put in canonical form.
+_SENTINEL = {"r": "7000001", "r1": "7000002", "r2": "7000003", "n": "7000004",
+             "p1": "zqzpone", "v1": "zqzvone", "p2": "zqzptwo", "v2": "zqzvtwo"}
+#: Directives other than these make a text no template rule (and are never handed to the parser,
+#: which would open ``#include``d files).
+_DIRECTIVE = re.compile(r"#(?!count\b|false\b)")
+
+
+def _canonical(rule: str) -> str | None:
+    """clingo's canonical text of a single rule, or None when ``rule`` is not exactly one rule."""
+    if _DIRECTIVE.search(rule):
+        return None
+    statements: list[Any] = []
+    try:
+        clingo_ast.parse_string(rule, statements.append, logger=lambda code, message: None)
+    except RuntimeError:
+        return None
+    rules = [s for s in statements if s.ast_type == clingo_ast.ASTType.Rule]
+    others = [s for s in statements if s.ast_type not in (clingo_ast.ASTType.Rule, clingo_ast.ASTType.Program,
+                                                           clingo_ast.ASTType.Comment)]
+    if len(rules) != 1 or others:
+        return None
+    return str(rules[0])
 
 
 def _rule_regex(rule: str) -> tuple[re.Pattern[str], list[str]]:
-    compact = re.sub(r"\s+", "", rule)
+    canonical = _canonical(_fill(rule, _SENTINEL))
+    if canonical is None:  # pragma: no cover - the shipped templates are valid ASP
+        raise FormatError("template rule is not valid ASP", field="rule", value=rule)
+    by_sentinel = {v: k for k, v in _SENTINEL.items()}
+    token = re.compile("|".join(re.escape(v) for v in _SENTINEL.values()))
     names: list[str] = []
     pattern = ""
     pos = 0
-    for m in _PLACEHOLDER.finditer(compact):
-        pattern += re.escape(compact[pos:m.start()])
-        name = m.group(1)
+    for m in token.finditer(canonical):
+        pattern += re.escape(canonical[pos:m.start()])
+        name = by_sentinel[m.group(0)]
         if name in names:
             pattern += f"(?P={name})"
         else:
-            pattern += f"(?P<{name}>{_TOKEN[name][1:-1]})"
+            pattern += f"(?P<{name}>{_TOKEN[name]})"
             names.append(name)
         pos = m.end()
-    pattern += re.escape(compact[pos:])
+    pattern += re.escape(canonical[pos:])
     return re.compile("^" + pattern + "$"), names
 
 
-def _rule_patterns() -> list[tuple[str, int, re.Pattern[str]]]:
+@lru_cache(maxsize=1)
+def _rule_patterns() -> tuple[tuple[str, int, re.Pattern[str]], ...]:
     patterns = []
     for spec in TEMPLATES:
         for i, rule in enumerate(spec.rules):
             regex, _ = _rule_regex(rule)
             patterns.append((spec.name, i, regex))
-    return patterns
-
-
-_PATTERNS: list[tuple[str, int, re.Pattern[str]]] | None = None
+    return tuple(patterns)
 
 
 def match_rule(rule: str) -> tuple[str, int, dict[str, Any]] | None:
     """Match one ASP rule (text ending in ``.``) against the templates' rules.
 
-    Returns ``(template name, rule position, params)`` for the first match (templates 1-3 share their
-    rule shapes with templates 5 and the one-value value restriction; :func:`constraints_from_rules`
+    The comparison is on clingo's canonical form of the rule, so whitespace, line breaks, comments
+    and ``;`` vs ``,`` in the body do not matter. Text holding a directive other than ``#count`` (e.g.
+    ``#include``, ``#script``) is never parsed and matches nothing.
+
+    Returns ``(template name, rule position, params)`` for the first match (templates 2, 3 and 5
+    share their rule shapes, as do both forms of value restriction; :func:`constraint_from_rules`
     regroups them), or None when the rule is in no template's language.
     """
-    global _PATTERNS
-    if _PATTERNS is None:
-        _PATTERNS = _rule_patterns()
-    compact = re.sub(r"\s+", "", rule)
-    for name, position, regex in _PATTERNS:
-        m = regex.match(compact)
+    canonical = _canonical(rule)
+    if canonical is None:
+        return None
+    for name, position, regex in _rule_patterns():
+        m = regex.match(canonical)
         if m:
             params = {k: (int(v) if k in ("r", "r1", "r2", "n") else v) for k, v in m.groupdict().items()}
             return name, position, params
     return None
 
 
-def constraint_from_rules(rules: list[str], *, source: object = None, line: object = None) -> Constraint:
+def constraint_from_rules(rules: list[str], *, source: object = None, line: object = None,
+                          quote: list[str] | None = None) -> Constraint:
     """Turn the rules of one template instance (one or two rules) into a :class:`Constraint`.
+
+    Args:
+        rules: the rule texts (any layout; compared in clingo's canonical form).
+        source, line: where the rules come from, for error messages.
+        quote: the texts to quote in error messages instead of ``rules`` (e.g. the file's own text).
 
     Raises:
         FormatError: a rule is not in any template's language, or two rules do not form one template.
     """
+    shown = [" ".join(t.split()) for t in (quote if quote is not None else rules)]
     matches = []
-    for rule in rules:
+    for rule, text in zip(rules, shown):
         m = match_rule(rule)
         if m is None:
             raise FormatError("not an instance of any of the 11 constraint templates",
-                              source=source, field=line, value=rule.strip())
+                              source=source, field=line, value=text)
         matches.append(m)
     try:
         if len(matches) == 1:
@@ -302,6 +341,6 @@ def constraint_from_rules(rules: list[str], *, source: object = None, line: obje
                 return Constraint("negation_two",
                                   {"r": a["r"], "p1": a["p1"], "v1": a["v1"], "p2": b["p1"], "v2": b["v1"]})
     except FormatError as exc:
-        raise FormatError(str(exc), source=source, field=line, value=" ".join(rules)) from None
+        raise FormatError(str(exc), source=source, field=line, value=" ".join(shown)) from None
     raise FormatError("these rules do not form one template instance", source=source, field=line,
-                      value=" ".join(r.strip() for r in rules))
+                      value=" ".join(shown))

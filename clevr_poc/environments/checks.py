@@ -1,0 +1,162 @@
+"""clingo checks on environments: satisfiability, useless constraints, how many scenes remain.
+
+All checks run clingo in process, time-limited by the shared watchdog
+(:mod:`clevr_poc.reasoning.watchdog`). The program checked is the one that defines the complete scenes
+of an environment (paper §3.3): background theory (Appendix A, lines 1-43) + ``object(0..N-1)`` + the
+constraints. A complete scene is an answer set of it.
+
+:class:`EnvironmentChecker` grounds the background once for a given N and adds candidate constraints
+one by one (multi-shot grounding, ``asp/environment_checks.lp``); every check is then a solve call
+under assumptions, so the sampler can ask many questions about many subsets of candidates cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import clingo
+
+from clevr_poc.environments.environment import Environment
+from clevr_poc.environments.templates import Constraint
+from clevr_poc.errors import SolverTimeoutError
+from clevr_poc.knowledge import read_asp
+from clevr_poc.reasoning.watchdog import WATCHDOG
+
+#: An object description: (color, shape, size, material, region).
+Description = tuple[str, str, str, str, int]
+
+
+def _silent(code: clingo.MessageCode, message: str) -> None:  # grounder infos are not errors
+    return None
+
+
+def is_satisfiable(environment: Environment, time_limit: float = 5.0) -> bool:
+    """Whether ``environment`` admits at least one complete scene of N objects.
+
+    Solves background + ``object(0..N-1)`` + the constraints with clingo (in process, one model).
+
+    Args:
+        environment: the environment to check.
+        time_limit: seconds allowed for solving (grounding is not interrupted; it is milliseconds).
+
+    Returns:
+        True when the program has an answer set.
+
+    Raises:
+        SolverTimeoutError: clingo did not finish within ``time_limit``.
+    """
+    if time_limit <= 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
+    control = clingo.Control(["--models=1"], logger=_silent)
+    control.add("base", [], environment.to_asp(background=True, show=False))
+    control.ground([("base", [])])
+    with WATCHDOG.limit(control, time_limit) as fired:
+        result = control.solve()
+    if fired[0] or result.interrupted:
+        raise SolverTimeoutError(f"clingo did not finish within {time_limit:g} s (satisfiability check)")
+    return bool(result.satisfiable)
+
+
+class EnvironmentChecker:
+    """Incremental checks over subsets of candidate constraints for one object count N.
+
+    Usage::
+
+        checker = EnvironmentChecker(7)
+        a = checker.add(Constraint("negation", {"r": 0, "p1": "color", "v1": "red"}))
+        b = checker.add(...)
+        checker.satisfiable([a, b])          # some complete scene satisfies a and b
+        checker.violable(b, given=[a])       # some complete scene satisfies a but violates b
+        checker.descriptions([a, b], region=0, limit=4)  # object kinds possible in region 0
+
+    Args:
+        num_objects: N (objects of a complete scene, hidden object included), 1..12.
+        time_limit: seconds allowed per solve call.
+
+    Raises:
+        SolverTimeoutError: from any check whose solve call exceeds ``time_limit``.
+    """
+
+    def __init__(self, num_objects: int, *, time_limit: float = 5.0) -> None:
+        if time_limit <= 0:
+            raise ValueError(f"time_limit must be positive, got {time_limit}")
+        self.num_objects = num_objects
+        self.time_limit = float(time_limit)
+        self.constraints: list[Constraint] = []
+        self._control = clingo.Control(["--models=1"], logger=_silent)
+        self._control.add("base", [], read_asp("background.lp") + f"\nobject(0..{num_objects - 1}).\n")
+        self._control.add("checks", [], read_asp("environment_checks.lp"))
+        self._control.ground([("base", []), ("description", [])])
+
+    def add(self, constraint: Constraint) -> int:
+        """Ground ``constraint`` as candidate number k (returned); it holds only where assumed active."""
+        k = len(self.constraints)
+        self.constraints.append(constraint)
+        part = f"candidate_{k}"
+        rules = "\n".join(f"violated({k}) {rule}" for rule in constraint.asp_rules())
+        self._control.add(part, [], rules)
+        self._control.ground([(part, []), ("guard", [clingo.Number(k)])])
+        # free, not false: an inactive candidate must not constrain anything
+        self._control.assign_external(clingo.Function("active", [clingo.Number(k)]), None)
+        return k
+
+    # ------------------------------------------------------------------ checks
+    def satisfiable(self, active: Iterable[int]) -> bool:
+        """Some complete scene satisfies every candidate in ``active``."""
+        return self._solve(self._assume(active))
+
+    def violable(self, candidate: int, given: Iterable[int]) -> bool:
+        """Some complete scene satisfies every candidate in ``given`` and violates ``candidate``.
+
+        False means ``candidate`` is useless next to ``given``: no scene allowed by ``given`` can
+        violate it (a duplicate, an implied constraint, or one that nothing can violate).
+        """
+        assumptions = self._assume(x for x in given if x != candidate)
+        assumptions.append((clingo.Function("violated", [clingo.Number(candidate)]), True))
+        return self._solve(assumptions)
+
+    def descriptions(self, active: Iterable[int], *, region: int | None = None,
+                     limit: int = 0) -> frozenset[Description]:
+        """Object descriptions ``(color, shape, size, material, region)`` that an object can have in
+        some complete scene satisfying ``active`` (empty when there is none).
+
+        Enumerates answer sets projected onto the description of object 0 (objects are
+        interchangeable), so each model is a new description.
+
+        Args:
+            region: only descriptions of objects in this region (0..3); None: every region.
+            limit: stop after this many descriptions (0: all of them, at most 8*4*3*2 = 192 per region).
+        """
+        control = self._control
+        assumptions = self._assume(active)
+        if region is not None:
+            assumptions.append((clingo.Function("at", [clingo.Number(0), clingo.Number(region)]), True))
+        control.configuration.solve.project = "show"
+        control.configuration.solve.models = max(0, int(limit))
+        found: list[Description] = []
+        try:
+            with WATCHDOG.limit(control, self.time_limit) as fired:
+                with control.solve(assumptions=assumptions, yield_=True) as handle:
+                    for model in handle:
+                        for s in model.symbols(shown=True):
+                            a = s.arguments
+                            found.append((a[0].name, a[1].name, a[2].name, a[3].name, a[4].number))
+                    interrupted = handle.get().interrupted
+        finally:
+            control.configuration.solve.project = "no"
+            control.configuration.solve.models = 1
+        if fired[0] or interrupted:
+            raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s (descriptions)")
+        return frozenset(found)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _assume(active: Iterable[int]) -> list[tuple[clingo.Symbol, bool]]:
+        return [(clingo.Function("active", [clingo.Number(k)]), True) for k in active]
+
+    def _solve(self, assumptions: list[tuple[clingo.Symbol, bool]]) -> bool:
+        with WATCHDOG.limit(self._control, self.time_limit) as fired:
+            result = self._control.solve(assumptions=assumptions)
+        if fired[0] or result.interrupted:
+            raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s")
+        return bool(result.satisfiable)
