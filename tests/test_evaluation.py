@@ -294,8 +294,12 @@ def test_write_outputs_writes_json_markdown_and_plots(tmp_path):
                             "plots/oracle_by_environment.png"}
     assert (tmp_path / "plots" / "oracle_by_attribute.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| test | 1.0000 |" in (tmp_path / "table2.md").read_text()
-    several = write_outputs({"a": report, "b": report}, tmp_path / "two", plots=True)
-    assert "plots/compare_jaccard.png" in several and "report_a.json" in several
+    several = write_outputs({"a": report, "b": report}, tmp_path / "two", plots=False)
+    assert set(several) == {"report_a.json", "report_b.json", "table2.md", "breakdowns.md"}
+    from clevr_poc.evaluation.plots import plot_comparison
+
+    compare = plot_comparison({"a": report, "b": report}, tmp_path / "cmp.png", metric="jaccard")
+    assert compare.read_bytes()[:4] == b"\x89PNG"
     assert not list(tmp_path.rglob(".*.tmp"))
 
 
@@ -315,3 +319,133 @@ def test_score_predictions_and_its_errors():
         score_predictions(examples, {**preds, "CLEVR_test_000000.png": ["crimson"]})
     with pytest.raises(FormatError, match="list of values or null.*'small'"):
         score_predictions(examples, {**preds, "CLEVR_test_000000.png": "small"})
+
+
+# ---------------------------------------------------------------------------- the evaluate command
+def write_official_dataset(root: Path) -> list[Question]:
+    """A 3-question split in the official release's layout (``output/``, ``testing``,
+    ``environment_constraints/<id>.lp``); gold answers computed by the Reasoner."""
+    from clevr_poc.baselines.llm_standalone import worked_examples
+    from clevr_poc.reasoning import Reasoner
+
+    complete = appendix_a_complete_scene()
+    cases = [(appendix_a_environment(), complete.without_object(4), APPENDIX_A_QUERY, complete)]
+    for shot in worked_examples():
+        cases.append((shot.environment, shot.scene, shot.asp_query, None))
+    reasoner, questions = Reasoner(), []
+    (root / "environment_constraints").mkdir(parents=True)
+    out = root / "output"
+    for index, (environment, partial, query, full) in enumerate(cases):
+        environment.to_lp(root / "environment_constraints" / f"{index}.lp")
+        name = f"CLEVR_{index:06d}"
+        answer = reasoner.answer(environment, partial, query).values
+        question = Question(text=f"question {index}", asp_query=query, answer=answer,
+                            image_filename=f"{name}.png", image_index=index, split="testing",
+                            template_filename="one_hop.json", question_family_index=index,
+                            question_index=index, environment_id=index)
+        question.to_file(out / "incomplete" / "questions" / "testing" / f"{name}.json")
+        Scene(partial.objects, partial.relationships, "testing", index, f"{name}.png").to_file(
+            out / "incomplete" / "scenes" / "testing" / f"{name}.json")
+        if full is not None:
+            Scene(full.objects, full.relationships, "testing", index, f"{name}.png").to_file(
+                out / "complete" / "scenes" / "testing" / f"{name}.json")
+        questions.append(question)
+    return questions
+
+
+@pytest.fixture
+def official_dataset(tmp_path) -> tuple[Path, list[Question]]:
+    root = tmp_path / "clevr-poc"
+    return root, write_official_dataset(root)
+
+
+def _run_cli(argv, capsys):
+    from clevr_poc.cli import main
+
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out.strip().splitlines(), captured.err.strip().splitlines()
+
+
+def test_cli_scores_a_predictions_file(official_dataset, tmp_path, capsys):
+    root, questions = official_dataset
+    assert [sorted(q.answer) for q in questions] == [["medium", "small"], ["cube"],
+                                                     ["blue", "brown", "cyan", "green", "purple", "red"]]
+    predictions = {"CLEVR_000000.png": ["small", "medium"], "CLEVR_000001.png": None,
+                   "CLEVR_000002.png": ["red", "blue", "gray"]}          # J = 2/7
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(predictions))
+    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions", str(path)],
+                                capsys)
+    assert status == 0 and not err
+    result = json.loads(out[-1])
+    assert set(result) == {"exact_accuracy", "jaccard", "n"}
+    assert result["n"] == 3 and result["exact_accuracy"] == pytest.approx(1 / 3)
+    assert result["jaccard"] == pytest.approx((1 + 0 + 2 / 7) / 3)
+    assert out[-2] == "parse failures: 1 of 3 (scored as wrong)"
+
+
+@pytest.mark.parametrize("content, message", [
+    ({"CLEVR_000000.png": ["small"], "CLEVR_000001.png": ["cube"]}, "no prediction for 1 of 3 questions"),
+    ({"CLEVR_000000.png": [], "CLEVR_000001.png": [], "CLEVR_000002.png": [], "CLEVR_000007.png": []},
+     "1 prediction key(s) match no question"),
+    ({"CLEVR_000000.png": ["small"], "CLEVR_000001.png": ["cube"], "CLEVR_000002.png": ["Red"]},
+     "not one of the 17 labels"),
+    ({"CLEVR_000000.png": ["small"], "CLEVR_000001.png": {"cube": 1}, "CLEVR_000002.png": []},
+     "must be a list of values or null"),
+    (["small"], "must be a JSON object"),
+])
+def test_cli_prediction_file_errors_are_one_line(official_dataset, tmp_path, capsys, content, message):
+    root, _ = official_dataset
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(content))
+    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions", str(path)],
+                                capsys)
+    assert status == 1 and not out
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0] and "preds.json" in err[0]
+
+
+def test_cli_missing_inputs(official_dataset, tmp_path, capsys):
+    root, _ = official_dataset
+    status, _, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions",
+                               str(tmp_path / "nope.json")], capsys)
+    assert status == 1 and len(err) == 1 and "file not found" in err[0]
+    status, _, err = _run_cli(["evaluate", "--dataset", str(tmp_path / "none"), "--split", "test",
+                               "--model", "ns-vqa-gold"], capsys)
+    assert status == 1 and len(err) == 1 and "dataset folder not found" in err[0]
+    status, _, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "dev", "--model", "ns-vqa-gold"],
+                              capsys)
+    assert status == 1 and len(err) == 1 and "unknown split" in err[0]
+
+
+def test_cli_ns_vqa_gold_is_perfect_and_writes_outputs(official_dataset, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    root, _ = official_dataset
+    out_dir = tmp_path / "results"
+    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa-gold",
+                                 "--out", str(out_dir)], capsys)
+    assert status == 0, err
+    assert json.loads(out[-1]) == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 3}
+    report = json.loads((out_dir / "report.json").read_text())
+    assert report["model"] == "NS-VQA (gold scene, gold ASP)" and report["split"] == "testing"
+    assert set(report["breakdowns"]["environment"]) == {"0", "1", "2"}
+    assert report["breakdowns"]["num_objects"] == {
+        "5": {"n": 2, "exact_accuracy": 1.0, "jaccard": 1.0, "parse_failures": 0},
+        "6": {"n": 1, "exact_accuracy": 1.0, "jaccard": 1.0, "parse_failures": 0}}
+    assert "| testing | 1.0000 |" in (out_dir / "table2.md").read_text()
+    assert (out_dir / "plots" / "NS-VQA_gold_scene_gold_ASP_by_attribute.png").is_file()
+
+
+def test_cli_as_a_subprocess(official_dataset, tmp_path):
+    import subprocess
+    import sys
+
+    root, _ = official_dataset
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps({"CLEVR_000000.png": ["small"], "CLEVR_000001.png": ["cube"],
+                                "CLEVR_000002.png": None}))
+    done = subprocess.run([sys.executable, "-m", "clevr_poc", "evaluate", "--dataset", str(root), "--split", "test",
+                           "--predictions", str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"exact_accuracy": pytest.approx(1 / 3),
+                                                                "jaccard": pytest.approx(0.5), "n": 3}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Mapping
 
@@ -58,5 +59,5 @@ def write_outputs(report: EvaluationReport | Mapping[str, EvaluationReport], out
 
 
 def _slug(text: str) -> str:
-    cleaned = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text).strip("_")
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_.")
     return cleaned or "model"

@@ -52,6 +52,13 @@ def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
     return path
 
 
+def _score_axis(ax: Any) -> None:
+    """Scores in [0, 1], with headroom above 1 for the legend."""
+    ax.set_ylim(0, 1.22)
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax.grid(axis="y", alpha=0.3)
+
+
 def plot_breakdown(report: EvaluationReport, breakdown: str, path: str | os.PathLike[str]) -> Path:
     """Bar chart of exact accuracy and Jaccard index per group of ``breakdown``; returns the PNG path.
 
@@ -73,13 +80,12 @@ def plot_breakdown(report: EvaluationReport, breakdown: str, path: str | os.Path
     ax.set_xticks(x, [f"{g}\nn={groups[g].n}" for g in names],
                   rotation=45 if len(names) > 8 or breakdown == "template" else 0,
                   ha="right" if len(names) > 8 or breakdown == "template" else "center", fontsize=8)
-    ax.set_ylim(0, 1.05)
+    _score_axis(ax)
     ax.set_ylabel("score")
     ax.set_xlabel(_XLABELS.get(breakdown, breakdown))
     title = f"{report.model}" + (f" ({report.split})" if report.split else "")
     ax.set_title(f"{title}: by {_XLABELS.get(breakdown, breakdown)}", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
-    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", ncol=2, frameon=False)
     return _save(fig, path)
 
 
@@ -119,9 +125,8 @@ def plot_comparison(reports: Mapping[str, EvaluationReport], path: str | os.Path
     for i, (model, scores) in enumerate(per_model.items()):
         ax.bar(x - 0.4 + width * (i + 0.5), [scores.get(g, 0.0) for g in names], width, label=model)
     ax.set_xticks(x, names, fontsize=8)
-    ax.set_ylim(0, 1.05)
+    _score_axis(ax)
     ax.set_ylabel(_LABELS[metric])
     ax.set_xlabel("overall" if breakdown is None else _XLABELS.get(breakdown, breakdown))
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", ncol=min(4, max(1, len(per_model))), frameon=False)
     return _save(fig, path)
