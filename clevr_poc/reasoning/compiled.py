@@ -61,7 +61,7 @@ def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
             if term not in slots:
                 slots[term] = len(slots)
             return slots[term]
-        if term.isdigit():  # a constant object id gets a slot of its own pinned to that object
+        if term.isascii() and term.isdigit():  # a constant object id gets a slot of its own pinned to that object
             index = len(slots) + sum(1 for f in facts if f[0] == "q_object")
             key = f"#{index}"
             slots[key] = len(slots)
@@ -84,7 +84,7 @@ def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
                 return None
         elif name == "at":
             s = slot(args[0])
-            if s is None or not args[1].isdigit():
+            if s is None or not (args[1].isascii() and args[1].isdigit()):
                 return None
             facts.append(("q_at", s, int(args[1])))
         elif name in ("left", "right", "front", "behind") or name in _SAME or name == "sameProperty":

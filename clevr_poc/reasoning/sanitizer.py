@@ -42,7 +42,8 @@ MAX_VARIABLES = 20
 MAX_OBJECT_ID = 99
 
 _CONSTANTS = frozenset(domain.ATTRIBUTES) | frozenset(domain.ATTRIBUTE_OF_VALUE)
-_VARIABLE = re.compile(r"^[A-Z][A-Za-z0-9_]*$")
+_VARIABLE = re.compile(r"^[A-Z][A-Za-z0-9_]*$", re.ASCII)
+_NUMBER = re.compile(r"^[0-9]+$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def sanitize_query(text: str, *, rename_head: bool = True) -> SanitizedQuery:
         for position, arg in enumerate(args):
             if _VARIABLE.match(arg):
                 continue
-            if arg.isdigit():
+            if _NUMBER.match(arg):
                 if int(arg) > MAX_OBJECT_ID:
                     raise _reject(f"number {arg} out of range 0..{MAX_OBJECT_ID}", text)
                 continue
@@ -141,7 +142,7 @@ def sanitize_query(text: str, *, rename_head: bool = True) -> SanitizedQuery:
                 raise _reject(f"{args[2]!r} is not an attribute", text)
         literals.append(f"{name}({','.join(args)})")
         for arg in args[:1] if name in ("hasProperty", "at", "object") else args[:2]:
-            if not _VARIABLE.match(arg) and not arg.isdigit():
+            if not _VARIABLE.match(arg) and not _NUMBER.match(arg):
                 raise _reject(f"{arg!r} is not an object (variable or object id)", text)
     if len(variables) > MAX_VARIABLES:
         raise _reject(f"more than {MAX_VARIABLES} variables ({len(variables)})", text)
@@ -154,7 +155,7 @@ def sanitize_query(text: str, *, rename_head: bool = True) -> SanitizedQuery:
     return SanitizedQuery(canonical, head_var, tuple(literals), attribute, tuple(body))
 
 
-_TOKEN = re.compile(r"\s+|%[^\n]*|:-|!=|[(),.]|[A-Za-z_][A-Za-z0-9_]*|\d+")
+_TOKEN = re.compile(r"[ \t\r\n]+|%[^\n]*|:-|!=|\.\.|[(),.]|[A-Za-z_][A-Za-z0-9_]*|[0-9]+", re.ASCII)
 
 
 def _tokenize(text: str) -> list[str]:
@@ -165,11 +166,13 @@ def _tokenize(text: str) -> list[str]:
         if m is None:
             char = text[pos]
             if char == "#":
-                word = re.match(r"#\w*", text[pos:]).group(0)
+                word = re.match(r"#[A-Za-z_]*", text[pos:]).group(0)
                 raise _reject(f"directive {word!r} is not allowed (no #script, #include, #external, "
                               f"#program, #const or any other directive)", text)
             raise _reject(f"character {char!r} is not part of the query language", text)
         token = m.group(0)
+        if token == "..":
+            raise _reject("intervals (a..b) are not part of the query language", text)
         if not token[0].isspace() and token[0] != "%":
             tokens.append(token)
         pos = m.end()
@@ -212,7 +215,7 @@ class _Parser:
         token = self.take()
         if token == "_" or (token.startswith("_")):
             raise _reject("anonymous variables are not allowed", self.text)
-        if _VARIABLE.match(token) or token.isdigit() or re.match(r"^[a-z][A-Za-z0-9_]*$", token):
+        if _VARIABLE.match(token) or _NUMBER.match(token) or re.match(r"^[a-z][A-Za-z0-9_]*$", token):
             if self.peek() == "(":
                 raise _reject(f"function term {token}(...) is not allowed", self.text)
             return token
