@@ -290,12 +290,16 @@ def test_write_outputs_writes_json_markdown_and_plots(tmp_path):
     report = evaluate(FixedModel({e.question.text: e.question.answer for e in examples}), examples,
                       progress=False, name="oracle", split="test")
     written = write_outputs(report, tmp_path)
-    assert set(written) >= {"report.json", "table2.md", "breakdowns.md", "plots/oracle_by_attribute.png",
+    assert set(written) >= {"report.json", "predictions.json", "table2.md", "breakdowns.md", "plots/oracle_by_attribute.png",
                             "plots/oracle_by_environment.png"}
     assert (tmp_path / "plots" / "oracle_by_attribute.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| test | 1.0000 |" in (tmp_path / "table2.md").read_text()
+    predictions = json.loads((tmp_path / "predictions.json").read_text())
+    assert predictions["CLEVR_test_000000.png"] == ["medium", "small"]
+    assert score_predictions(examples, predictions).results == report.results
     several = write_outputs({"a": report, "b": report}, tmp_path / "two", plots=False)
-    assert set(several) == {"report_a.json", "report_b.json", "table2.md", "breakdowns.md"}
+    assert set(several) == {"report_a.json", "report_b.json", "predictions_a.json", "predictions_b.json",
+                            "table2.md", "breakdowns.md"}
     from clevr_poc.evaluation.plots import plot_comparison
 
     compare = plot_comparison({"a": report, "b": report}, tmp_path / "cmp.png", metric="jaccard")

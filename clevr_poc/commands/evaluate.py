@@ -9,7 +9,8 @@ Two modes::
 
 The last line on stdout is one JSON object ``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
 line before it counts parse failures. ``--out DIR`` also writes ``report.json`` (per-example results and
-breakdowns), ``table2.md`` (the paper's Table 2 layout), ``breakdowns.md`` and ``plots/*.png``.
+breakdowns), ``predictions.json`` (the scoring-only format), ``table2.md`` (the paper's Table 2 layout),
+``breakdowns.md`` and ``plots/*.png``.
 
 Predictions file errors are one-line typed errors (exit 1): a question of the split without a
 prediction, a key that is no question's ``image_filename``, a value that is neither a list of the 17
@@ -53,7 +54,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="JSON object: image_filename -> list of predicted values, or null (parse failure)")
     source.add_argument("--model", choices=MODELS,
                         help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner")
-    parser.add_argument("--out", metavar="DIR", help="write report.json, table2.md, breakdowns.md and plots/")
+    parser.add_argument("--out", metavar="DIR", help="write report.json, predictions.json, table2.md, breakdowns.md and plots/")
     parser.add_argument("--name", metavar="NAME", help="model name in the report and tables")
     parser.add_argument("--parse-failures", choices=("wrong", "exclude"), default="wrong",
                         help="score parse failures as wrong (default) or leave them out of the averages")

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from clevr_poc._io import atomic_write_text
+from clevr_poc._io import atomic_write_json, atomic_write_text
 from clevr_poc.evaluation.report import EvaluationReport
 from clevr_poc.evaluation.tables import breakdown_markdown, table2_markdown
 
@@ -18,6 +18,8 @@ def write_outputs(report: EvaluationReport | Mapping[str, EvaluationReport], out
 
     - ``report.json`` (one report) or ``report_<model>.json`` (several): :meth:`EvaluationReport.to_json`
       with per-example results;
+    - ``predictions.json`` / ``predictions_<model>.json``: :meth:`EvaluationReport.predictions`, the
+      scoring-only input format (``image_filename`` -> values or null);
     - ``table2.md``: the paper's Table 2 layout (rows = splits, columns = models);
     - ``breakdowns.md``: headline numbers, parse failures and every breakdown, per model;
     - ``plots/<model>_by_<breakdown>.png`` (when ``plots`` and matplotlib is installed), plus
@@ -39,6 +41,8 @@ def write_outputs(report: EvaluationReport | Mapping[str, EvaluationReport], out
     for model, rep in reports.items():
         name = "report.json" if single else f"report_{_slug(model)}.json"
         written[name] = rep.to_file(out / name)
+        name = "predictions.json" if single else f"predictions_{_slug(model)}.json"
+        written[name] = atomic_write_json(out / name, rep.predictions(), indent=1)
     rows: dict[str, dict[str, EvaluationReport]] = {}
     for model, rep in reports.items():
         rows.setdefault(rep.split or "all", {})[model] = rep

@@ -264,6 +264,11 @@ class EvaluationReport:
         """Every breakdown of :data:`BREAKDOWNS`."""
         return {name: self.breakdown(name) for name in BREAKDOWNS}
 
+    def predictions(self) -> dict[str, list[str] | None]:
+        """The predictions in the scoring-only file format: key (``image_filename``) -> sorted values, or
+        None for a parse failure (``python -m clevr_poc evaluate --predictions`` reads it back)."""
+        return {r.key: None if r.predicted is None else sorted(r.predicted) for r in self.results}
+
     # ------------------------------------------------------------------ JSON
     def to_json(self, *, examples: bool = True) -> dict[str, Any]:
         """JSON document: summary, parse failures, breakdowns and (optionally) per-example results."""
