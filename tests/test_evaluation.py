@@ -453,3 +453,36 @@ def test_cli_as_a_subprocess(official_dataset, tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"exact_accuracy": pytest.approx(1 / 3),
                                                                 "jaccard": pytest.approx(0.5), "n": 3}
+
+
+def test_checkpoint_resumes_an_interrupted_run(tmp_path):
+    examples = _four_examples()
+    answers = {"question 0": {"small"}, "question 1": None, "question 2": {"red", "blue"}, "question 3": {"large"}}
+
+    class Flaky(FixedModel):
+        def __init__(self, table, fail_at=None):
+            super().__init__(table)
+            self.fail_at = fail_at
+
+        def predict(self, example):
+            if self.calls == self.fail_at:
+                raise KeyboardInterrupt
+            return super().predict(example)
+
+    path = tmp_path / "ckpt.jsonl"
+    first = Flaky(answers, fail_at=3)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(first, examples, progress=False, checkpoint=path)
+    assert first.calls == 3 and len(path.read_text().splitlines()) == 1 + 3
+    with open(path, "a") as handle:          # a line cut short by a crash is dropped
+        handle.write('{"key": "CLEVR_test_0000')
+    second = Flaky(answers)
+    report = evaluate(second, examples, progress=False, checkpoint=path)
+    assert second.calls == 1                  # only example 3 was asked again
+    full = evaluate(FixedModel(answers), examples, progress=False)
+    assert report.results == full.results and report.parse_failures == 1
+    third = Flaky(answers)
+    evaluate(third, examples, progress=False, checkpoint=path)
+    assert third.calls == 0
+    with pytest.raises(FormatError, match="belongs to model 'fixed'"):
+        evaluate(FixedModel(answers), examples, progress=False, checkpoint=path, name="other")

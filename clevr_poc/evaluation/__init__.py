@@ -18,13 +18,13 @@ from clevr_poc.evaluation.metrics import (
 )
 from clevr_poc.evaluation.outputs import write_outputs
 from clevr_poc.evaluation.report import (
-    BREAKDOWNS, EvaluationReport, ExampleResult, GroupScore, Prediction, evaluate, normalize_prediction,
+    BREAKDOWNS, Checkpoint, EvaluationReport, ExampleResult, GroupScore, Prediction, evaluate, normalize_prediction,
     score_predictions,
 )
 from clevr_poc.evaluation.tables import breakdown_markdown, table2_markdown
 
 __all__ = [
-    "BREAKDOWNS", "EvaluationReport", "ExampleResult", "GroupScore", "LABEL_INDEX", "NUM_LABELS", "Prediction",
+    "BREAKDOWNS", "Checkpoint", "EvaluationReport", "ExampleResult", "GroupScore", "LABEL_INDEX", "NUM_LABELS", "Prediction",
     "breakdown_markdown", "evaluate", "exact_accuracy", "exact_match", "exact_match_scores", "from_multi_hot",
     "jaccard_index", "jaccard_scores", "mean_jaccard", "normalize_prediction", "parsed_mask",
     "score_predictions", "table2_markdown", "to_multi_hot", "write_outputs",

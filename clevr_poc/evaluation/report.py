@@ -29,6 +29,7 @@ Breakdowns (each a mapping group -> :class:`GroupScore`):
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -421,7 +422,8 @@ def model_name(model: Any) -> str:
 
 def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name: str | None = None,
              split: str | None = None, batch_size: int = 32, parse_failures: str = "wrong",
-             on_result: Callable[[ExampleResult], None] | None = None) -> EvaluationReport:
+             on_result: Callable[[ExampleResult], None] | None = None,
+             checkpoint: str | os.PathLike[str] | None = None) -> EvaluationReport:
     """Run ``model`` on every example and score it (exact accuracy eq. 2, Jaccard eq. 3).
 
     Args:
@@ -435,13 +437,18 @@ def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name
         parse_failures: ``"wrong"`` (default) or ``"exclude"`` (see :class:`EvaluationReport`).
         on_result: called with each :class:`ExampleResult` as soon as it is scored (logging, early
             inspection).
+        checkpoint: a JSON-lines file of predictions made so far (created if missing). Every prediction
+            is appended (and flushed) as soon as it is made; examples already in the file are not sent
+            to the model again, so an interrupted run (e.g. thousands of LLM calls) resumes where it
+            stopped. The file records the model name; another model's file is refused.
 
     Returns:
         :class:`EvaluationReport`.
 
     Raises:
         FormatError: a model returned something that is not a set of strings or None, returned the
-            wrong number of predictions from ``predict_batch``, or an example has no gold answer.
+            wrong number of predictions from ``predict_batch``, an example has no gold answer, or the
+            checkpoint file belongs to another model or is damaged.
         TypeError: ``model`` has no ``predict`` method.
     """
     if parse_failures not in PARSE_FAILURE_POLICIES:
@@ -458,23 +465,36 @@ def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name
     except TypeError:
         total = None
     label = name or model_name(model)
+    store = Checkpoint(checkpoint, label) if checkpoint is not None else None
     bar = _progress_bar(total, progress, label)
     results: list[ExampleResult] = []
     try:
         for chunk in _chunks(examples, batch_size if batch is not None else 1):
-            if batch is not None:
-                outputs = list(batch(chunk))
-                if len(outputs) != len(chunk):
-                    raise FormatError(f"predict_batch returned {len(outputs)} predictions for {len(chunk)} examples",
-                                      field="predict_batch", value=len(outputs))
-            elif detailed is not None:
-                outputs = [detailed(chunk[0])]
-            else:
-                outputs = [single(chunk[0])]
-            for example, output in zip(chunk, outputs):
-                position = len(results)
-                prediction = normalize_prediction(output, where=example_key(example, position))
-                result = score_example(example, prediction, position)
+            first = len(results)
+            keys = [example_key(e, first + i) for i, e in enumerate(chunk)]
+            predictions: dict[int, Prediction] = {}
+            todo = []
+            for i, key in enumerate(keys):
+                cached = store.get(key) if store is not None else None
+                if cached is None:
+                    todo.append(i)
+                else:
+                    predictions[i] = cached
+            if todo:
+                pending = [chunk[i] for i in todo]
+                if batch is not None:
+                    outputs = list(batch(pending))
+                    if len(outputs) != len(pending):
+                        raise FormatError(f"predict_batch returned {len(outputs)} predictions for {len(pending)} "
+                                          f"examples", field="predict_batch", value=len(outputs))
+                else:
+                    outputs = [detailed(e) if detailed is not None else single(e) for e in pending]
+                for i, output in zip(todo, outputs):
+                    predictions[i] = normalize_prediction(output, where=keys[i])
+                if store is not None:
+                    store.add([(keys[i], predictions[i]) for i in todo])
+            for i, example in enumerate(chunk):
+                result = score_example(example, predictions[i], first + i)
                 results.append(result)
                 if on_result is not None:
                     on_result(result)
@@ -484,6 +504,82 @@ def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name
         if bar is not None:
             bar.close()
     return EvaluationReport(tuple(results), model=label, split=split, parse_failure_policy=parse_failures)
+
+
+class Checkpoint:
+    """Predictions made so far, in a JSON-lines file (see :func:`evaluate`'s ``checkpoint``).
+
+    Line 1: ``{"checkpoint": "clevr_poc.evaluate", "model": NAME}``; then one line per prediction:
+    ``{"key": image_filename, "values": [...] | null, "error": str | null, "raw": str | null}``.
+    A last line cut short by a crash is dropped when the file is reopened.
+
+    Raises:
+        FormatError: the file belongs to another model, or a line (other than a cut last line) is not
+            a prediction record.
+    """
+
+    KIND = "clevr_poc.evaluate"
+
+    def __init__(self, path: str | os.PathLike[str], model: str) -> None:
+        self.path = Path(path)
+        self.model = model
+        self._known: dict[str, Prediction] = {}
+        if self.path.is_file() and self.path.stat().st_size:
+            self._load()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._append([{"checkpoint": self.KIND, "model": model}])
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def get(self, key: str) -> Prediction | None:
+        return self._known.get(key)
+
+    def add(self, items: Sequence[tuple[str, Prediction]]) -> None:
+        records = []
+        for key, prediction in items:
+            self._known[key] = prediction
+            records.append({"key": key, "values": None if prediction.values is None else sorted(prediction.values),
+                            "error": prediction.error, "raw": prediction.raw})
+        self._append(records)
+
+    def _append(self, records: Sequence[Mapping[str, Any]]) -> None:
+        with open(self.path, "a", encoding="utf-8", newline="\n") as handle:
+            handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        if not data.endswith(b"\n"):  # a line cut short by a crash: drop it
+            data = data[: data.rfind(b"\n") + 1]
+            with open(self.path, "r+b") as handle:
+                handle.truncate(len(data))
+        lines = data.decode("utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise FormatError("not a JSON line", source=self.path, field=f"line {number}") from None
+            if number == 1:
+                if not isinstance(record, Mapping) or record.get("checkpoint") != self.KIND:
+                    raise FormatError("not an evaluation checkpoint", source=self.path, field="line 1")
+                if record.get("model") != self.model:
+                    raise FormatError(f"the checkpoint belongs to model {record.get('model')!r}, not {self.model!r}",
+                                      source=self.path, field="model", value=record.get("model"))
+                continue
+            if not isinstance(record, Mapping) or not isinstance(record.get("key"), str):
+                raise FormatError("not a prediction record", source=self.path, field=f"line {number}")
+            values = record.get("values")
+            try:
+                prediction = normalize_prediction(
+                    Prediction(None if values is None else frozenset(values), record.get("error"), record.get("raw")),
+                    where=f"line {number}")
+            except (FormatError, TypeError):
+                raise FormatError("bad predicted values", source=self.path, field=f"line {number}",
+                                  value=values) from None
+            self._known[record["key"]] = prediction
 
 
 def score_predictions(examples: Iterable[Any], predictions: Mapping[str, Any], *, model: str = "predictions",
