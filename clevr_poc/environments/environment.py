@@ -169,6 +169,7 @@ class Environment:
         # one unit per constraint: (first line of each rule, last line, canonical rules, source rules)
         units: list[tuple[list[int], int, list[str], list[str]]] = []
         show: list[str] = []
+        show_line = 0
         for stmt in statements:
             kind = stmt.ast_type
             line = stmt.location.begin.line
@@ -178,7 +179,12 @@ class Environment:
                 continue
             source_text = _slice(lines, stmt.location)
             if kind == clingo_ast.ASTType.ShowSignature:
-                show.append(source_text.strip())
+                # one entry per line, as written (the official files put both on one line)
+                if show and show_line == line:
+                    show[-1] += " " + source_text.strip()
+                else:
+                    show.append(source_text.strip())
+                show_line = stmt.location.end.line
                 continue
             if kind != clingo_ast.ASTType.Rule:
                 raise FormatError("only the background theory, object/1, constraints and #show are allowed",

@@ -48,8 +48,9 @@ def _pairs_text(p: Mapping[str, Any], at_least: bool) -> str:
         unit = "pair" if n == 1 else "pairs"
         body = (f"of {objects}, one in region {p['r1']} and the other in region {p['r2']}, "
                 f"that have the same {p['p1']}")
+    verb = "is" if n == 1 else "are"
     if at_least:
-        return f"There are at least {n} {unit} {body}."
+        return f"There {verb} at least {n} {unit} {body}."
     if n < 0:
         return "This constraint can never be satisfied (at most -1 pairs)."
     if n == 0:
@@ -57,7 +58,7 @@ def _pairs_text(p: Mapping[str, Any], at_least: bool) -> str:
             return f"No two different {objects} in region {p['r1']} have the same {p['p1']}."
         return (f"No object{qualifier} in region {p['r1']} has the same {p['p1']} as an object{qualifier} "
                 f"in region {p['r2']}.")
-    return f"There are at most {n} {unit} {body}."
+    return f"There {verb} at most {n} {unit} {body}."
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,10 @@ class Constraint:
                               field="params", value=sorted(params))
         if any(k in params for k in spec.optional) and not all(k in params for k in spec.optional):
             raise FormatError(f"give all or none of {list(spec.optional)}", field="params", value=sorted(params))
+        if self.template == "negation_two" and params["p1"] == params["p2"]:
+            # its rules would be read back as negation_same_property (the same ASP)
+            raise FormatError("negation_two takes two different attributes; use negation_same_property",
+                              field="p2", value=params["p2"])
         for key in ("r", "r1", "r2"):
             if key in params and params[key] not in domain.REGIONS:
                 raise FormatError("region must be 0..3", field=key, value=params[key])
