@@ -18,7 +18,7 @@ import clingo
 
 from clevr_poc.environments.environment import Environment
 from clevr_poc.environments.templates import Constraint
-from clevr_poc.errors import SolverTimeoutError
+from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
 from clevr_poc.reasoning.watchdog import WATCHDOG
 
@@ -70,16 +70,20 @@ class EnvironmentChecker:
         checker.descriptions([a, b], region=0, limit=4)  # object kinds possible in region 0
 
     Args:
-        num_objects: N (objects of a complete scene, hidden object included), 1..12.
+        num_objects: N (objects of a complete scene, hidden object included), 1..20 (above 12 nothing
+            is satisfiable: at most 3 objects per region).
         time_limit: seconds allowed per solve call.
 
     Raises:
+        FormatError: ``num_objects`` out of range.
         SolverTimeoutError: from any check whose solve call exceeds ``time_limit``.
     """
 
     def __init__(self, num_objects: int, *, time_limit: float = 5.0) -> None:
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
+        if not isinstance(num_objects, int) or isinstance(num_objects, bool) or not 1 <= num_objects <= 20:
+            raise FormatError("number of objects must be 1..20", field="num_objects", value=num_objects)
         self.num_objects = num_objects
         self.time_limit = float(time_limit)
         self.constraints: list[Constraint] = []
