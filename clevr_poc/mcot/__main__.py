@@ -1,0 +1,5 @@
+import sys
+
+from clevr_poc.mcot.cli import main
+
+sys.exit(main())

@@ -1,0 +1,187 @@
+"""``python -m clevr_poc.mcot scienceqa|m3cot``: run a chat backend on ScienceQA / M3CoT, or score outputs.
+
+Examples::
+
+    # run SmolLM2 offline on 20 ScienceQA test questions, QCM->ALE with 2 demonstrations (seed 3)
+    python -m clevr_poc.mcot scienceqa --data path/to/scienceqa --limit 20 --output sqa.json
+    # score an existing result file {"outputs": {qid: text}} with the official rule
+    python -m clevr_poc.mcot scienceqa --data path/to/scienceqa --predictions sqa.json --explanations
+    # run an OpenAI-compatible server on M3CoT with zero-shot CoT
+    python -m clevr_poc.mcot m3cot --data test.jsonl --backend openai:MODEL@http://127.0.0.1:8000/v1 --prompt cot
+    # score an M3CoT experiment file (id, choices, answer, domain, topic, messages)
+    python -m clevr_poc.mcot m3cot --predictions direct.jsonl --rule official
+
+A Markdown table goes to stdout, then the summary JSON as the last line. Errors are one line on stderr
+(exit status 1); bad arguments exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from clevr_poc._io import atomic_write_json, atomic_write_text
+from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.mcot.extraction import ExtractionMode, FailurePolicy
+from clevr_poc.mcot.prompts import (M3COT_STRATEGIES, SCIENCEQA_DEFAULT_SEED, SCIENCEQA_DEFAULT_SHOTS,
+                                    SCIENCEQA_FORMATS, SCIENCEQA_MAX_TOKENS)
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser, *, default_seed: int) -> None:
+    parser.add_argument("--backend", default="local",
+                        help="local | smollm2 | gguf:PATH | openai | openai:MODEL | openai:MODEL@URL (default local)")
+    parser.add_argument("--predictions", type=Path, help="score this file of existing model outputs instead of "
+                        "running a model")
+    parser.add_argument("--output", type=Path, help="write (and resume) the model outputs here")
+    parser.add_argument("--split", default="test", help="data split to run (default test)")
+    parser.add_argument("--limit", type=_non_negative, help="only the first N items of the split")
+    parser.add_argument("--rule", choices=[m.value for m in ExtractionMode], default="official",
+                        help="answer extraction: the official rule (default) or the robust one")
+    parser.add_argument("--on-failure", choices=[p.value for p in FailurePolicy], default="wrong",
+                        help="unparseable outputs count as wrong (default) or get a seeded random guess")
+    parser.add_argument("--seed", type=int, default=default_seed,
+                        help=f"seed of demonstrations and random guesses (default {default_seed})")
+    parser.add_argument("--summary", type=Path, help="also write the summary JSON here")
+    parser.add_argument("--markdown", type=Path, help="also write the Markdown table here")
+    parser.add_argument("--name", help="model name in the tables (default: backend name or file name)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds (openai backends)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m clevr_poc.mcot",
+                                     description="ScienceQA and M3CoT harness: run a chat model or score outputs.")
+    sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK")
+
+    sqa = sub.add_parser("scienceqa", help="ScienceQA (Lu et al. 2022)")
+    sqa.add_argument("--data", type=Path, required=True,
+                     help="folder with problems.json [pid_splits.json captions.json images/] or problems.json")
+    sqa.add_argument("--pid-splits", type=Path, help="pid_splits.json (default: next to problems.json)")
+    sqa.add_argument("--captions", type=Path, help="captions.json (default: next to problems.json)")
+    sqa.add_argument("--prompt", default="QCM-ALE", help=f"prompt format: {', '.join(SCIENCEQA_FORMATS)}")
+    sqa.add_argument("--shots", type=_non_negative, default=SCIENCEQA_DEFAULT_SHOTS,
+                     help="demonstrations from train (default 2)")
+    sqa.add_argument("--use-caption", action="store_true", help="add the image caption to the context")
+    sqa.add_argument("--max-tokens", type=_positive, default=SCIENCEQA_MAX_TOKENS)
+    sqa.add_argument("--explanations", action="store_true", help="also score explanations (BLEU-1/4, ROUGE-L)")
+    sqa.add_argument("--similarity", action="store_true",
+                     help="with --explanations: sentence similarity (all-MiniLM-L6-v2, needs sentence-transformers)")
+    _common(sqa, default_seed=SCIENCEQA_DEFAULT_SEED)
+    sqa.set_defaults(func=run_scienceqa_command)
+
+    m3 = sub.add_parser("m3cot", help="M3CoT (Chen et al. 2024)")
+    m3.add_argument("--data", type=Path, help="M3CoT records (.jsonl or .parquet); with --predictions: gold answers")
+    m3.add_argument("--prompt", default="direct", help=f"strategy: {', '.join(M3COT_STRATEGIES)}")
+    m3.add_argument("--max-tokens", type=_positive, default=512)
+    _common(m3, default_seed=0)
+    m3.set_defaults(func=run_m3cot_command)
+    return parser
+
+
+def _finish(args: argparse.Namespace, summary: dict[str, Any], markdown: str) -> int:
+    if args.summary is not None:
+        atomic_write_json(args.summary, summary, indent=2)
+    if args.markdown is not None:
+        atomic_write_text(args.markdown, markdown)
+    sys.stdout.write(markdown)
+    sys.stdout.write(json.dumps(summary, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def run_scienceqa_command(args: argparse.Namespace) -> int:
+    from clevr_poc.mcot.data import load_scienceqa
+    from clevr_poc.mcot.harness import read_scienceqa_outputs, run_scienceqa, score_scienceqa
+    from clevr_poc.mcot.metrics import load_similarity_model, scienceqa_accuracy, scienceqa_markdown  # noqa: F401
+
+    dataset = load_scienceqa(args.data, pid_splits=args.pid_splits, captions=args.captions)
+    if args.predictions is not None:
+        outputs = read_scienceqa_outputs(args.predictions)
+        name = args.name or args.predictions.stem
+    else:
+        from clevr_poc.llm import make_backend
+
+        backend = make_backend(args.backend, timeout=args.timeout)
+        result = run_scienceqa(dataset, backend, split=args.split, prompt_format=args.prompt, shots=args.shots,
+                               seed=args.seed, use_caption=args.use_caption, limit=args.limit,
+                               max_tokens=args.max_tokens, output_path=args.output, progress=not args.no_progress)
+        outputs = result["outputs"]
+        name = args.name or backend.name
+    model = load_similarity_model() if args.explanations and args.similarity else None
+    summary, _, scores = score_scienceqa(dataset, outputs, mode=args.rule, policy=args.on_failure, seed=args.seed,
+                                         explanations=args.explanations, similarity_model=model, name=name)
+    if args.predictions is None:
+        summary["run"] = {"backend": name, "prompt": args.prompt, "shots": args.shots, "split": args.split,
+                          "output": None if args.output is None else str(args.output)}
+    columns = scienceqa_accuracy(dataset.problems, _)
+    return _finish(args, summary, scienceqa_markdown(name, columns, summary["parse"], scores))
+
+
+def run_m3cot_command(args: argparse.Namespace) -> int:
+    from clevr_poc.mcot.data import load_m3cot, parse_m3cot_record
+    from clevr_poc.mcot.harness import run_m3cot, score_m3cot
+    from clevr_poc.mcot.metrics import m3cot_accuracy, m3cot_markdown
+
+    gold = load_m3cot(args.data, split=args.split) if args.data is not None else None
+    if args.predictions is not None:
+        predictions = load_m3cot(args.predictions, require_messages=True)
+        name = args.name or args.predictions.stem
+    else:
+        if gold is None:
+            raise FormatError("--data is required to run a model (or give --predictions to score outputs)",
+                              field="--data")
+        from clevr_poc.llm import make_backend
+
+        backend = make_backend(args.backend, timeout=args.timeout)
+        rows = run_m3cot(gold, backend, strategy=args.prompt, limit=args.limit, max_tokens=args.max_tokens,
+                         output_path=args.output, progress=not args.no_progress)
+        predictions = [parse_m3cot_record(row, source="run", index=i, require_messages=True)
+                       for i, row in enumerate(rows)]
+        name = args.name or backend.name
+    if args.limit is not None and args.predictions is not None:
+        predictions = predictions[: args.limit]
+    summary, items = score_m3cot(predictions, gold=gold, mode=args.rule, policy=args.on_failure, seed=args.seed,
+                                 name=name)
+    if args.predictions is None:
+        summary["run"] = {"backend": name, "prompt": args.prompt, "split": args.split,
+                          "output": None if args.output is None else str(args.output)}
+    reference = {r.id: r for r in (gold or predictions)}
+    accuracy = m3cot_accuracy(reference, items)
+    return _finish(args, summary, m3cot_markdown(name, accuracy, summary["parse"]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (0 ok, 1 error, 2 usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except ClevrPocError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted (partial results are kept in --output; run again to resume)", file=sys.stderr)
+        return 130

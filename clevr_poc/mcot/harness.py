@@ -1,0 +1,274 @@
+"""Run a chat backend on ScienceQA / M3CoT and score model outputs (official or robust extraction).
+
+Running writes resumable result files atomically every ``save_every`` items:
+
+* ScienceQA — the official result layout ``{"acc", "correct", "count", "shot_qids", "args", "results",
+  "outputs"}`` (``outputs``: ``{qid: text}``, ``results``: ``{qid: predicted index}``, -1 = none).
+* M3CoT — the released experiment layout, one JSON object per line:
+  ``{"id", "choices", "answer", "domain", "topic", "messages": [user, reply, (user, reply)]}``.
+
+Scoring reads such files (``outputs`` / the last message) and returns a JSON-ready summary.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from clevr_poc._io import atomic_write_json, atomic_write_text, read_json
+from clevr_poc.errors import FormatError
+from clevr_poc.llm.base import ChatBackend
+from clevr_poc.mcot.data import M3CoTRecord, ScienceQADataset, iter_m3cot_records
+from clevr_poc.mcot.extraction import (ExtractionMode, FailurePolicy, extract_m3cot, extract_scienceqa,
+                                       resolve)
+from clevr_poc.mcot.metrics import (ExplanationScores, ScoredItem, explanation_scores, m3cot_accuracy,
+                                    parse_statistics, scienceqa_accuracy)
+from clevr_poc.mcot.prompts import (SCIENCEQA_MAX_TOKENS, SCIENCEQA_STOP, build_m3cot_plan, build_scienceqa_prompt,
+                                    normalize_m3cot_strategy, normalize_scienceqa_format, sample_demonstrations)
+
+
+def _progress(iterable: Iterable[Any], *, total: int, desc: str, enabled: bool) -> Iterable[Any]:
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit="q", dynamic_ncols=True)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# ScienceQA
+# ----------------------------------------------------------------------------------------------------------
+def read_scienceqa_outputs(path: str | Path) -> dict[str, str]:
+    """``{qid: output}`` from a ScienceQA result JSON ``{"outputs": {qid: text}, ...}``.
+
+    Raises:
+        FormatError: missing file, bad JSON, no ``outputs`` object or a non-string output.
+    """
+    data = read_json(path)
+    outputs = data.get("outputs") if isinstance(data, Mapping) else None
+    if not isinstance(outputs, Mapping):
+        raise FormatError("expected an object with an 'outputs' map {qid: text}", source=path, field="outputs")
+    for qid, text in outputs.items():
+        if not isinstance(text, str):
+            raise FormatError("an output must be a string", source=path, field=f"outputs.{qid}", value=text)
+    return {str(k): v for k, v in outputs.items()}
+
+
+def score_scienceqa(dataset: ScienceQADataset, outputs: Mapping[str, str], *,
+                    mode: ExtractionMode | str = ExtractionMode.OFFICIAL,
+                    policy: FailurePolicy | str = FailurePolicy.WRONG, seed: int = 3,
+                    explanations: bool = False, similarity_model: Any | None = None,
+                    name: str = "model") -> tuple[dict[str, Any], list[ScoredItem], ExplanationScores | None]:
+    """Score ScienceQA outputs.
+
+    Random guesses (policy ``random``) come from ``random.Random(seed)`` in the order of ``outputs``.
+
+    Returns:
+        (summary, items, explanation scores or None). ``summary`` holds ``accuracy`` (Table 3 columns, each
+        ``{"acc": percent, "correct", "total"}``), ``parse`` (failure count / rate, guesses, methods) and,
+        with ``explanations``, ``explanations`` (BLEU-1/4, ROUGE-L, similarity).
+
+    Raises:
+        FormatError: an output id that is not in the data set.
+    """
+    mode, policy = ExtractionMode(mode), FailurePolicy(policy)
+    rng = random.Random(seed)
+    items: list[ScoredItem] = []
+    for qid, text in outputs.items():
+        if qid not in dataset:
+            raise FormatError("output for an id that is not in the data set", source=dataset.source, field="id",
+                              value=qid)
+        problem = dataset[qid]
+        extraction = extract_scienceqa(text, len(problem.choices), mode=mode, choices=problem.choices)
+        resolved = resolve(extraction, len(problem.choices), policy, rng)
+        items.append(ScoredItem(qid, problem.answer, resolved.index, resolved.parsed, resolved.guessed,
+                                extraction.method))
+    columns = scienceqa_accuracy(dataset.problems, items)
+    parse = parse_statistics(items)
+    scores = None
+    summary: dict[str, Any] = {
+        "dataset": "scienceqa", "name": name, "items": len(items), "rule": mode.value, "on_failure": policy.value,
+        "seed": seed, "accuracy": {column: acc.to_json() for column, acc in columns.items()}, "parse": parse,
+    }
+    if explanations:
+        scores = explanation_scores(dataset.problems, outputs, similarity_model=similarity_model)
+        summary["explanations"] = scores.to_json()
+    return summary, items, scores
+
+
+def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str = "test",
+                  prompt_format: str = "QCM-ALE", shots: int = 2, seed: int = 3, use_caption: bool = False,
+                  limit: int | None = None, max_tokens: int = SCIENCEQA_MAX_TOKENS,
+                  output_path: str | Path | None = None, save_every: int = 10, progress: bool = True,
+                  on_output: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+    """Prompt ``backend`` with every problem of ``split`` (card §Method) and collect its outputs.
+
+    Demonstrations: ``random.Random(seed).sample(train ids, shots)`` (the official draw). Decoding: greedy,
+    stop at a newline, ``max_tokens`` new tokens. With ``output_path`` the result file is written every
+    ``save_every`` items and an existing one is resumed (it must have the same shots and format).
+
+    Returns:
+        The official result layout (see the module docstring); ``results`` uses the official rule and a
+        random guess for unparseable outputs, as the official runner does.
+
+    Raises:
+        FormatError: an unknown split or format, or an existing result file made with other settings.
+        clevr_poc.llm.LLMBackendError: the backend failed.
+    """
+    prompt_format = normalize_scienceqa_format(prompt_format)
+    qids = list(dataset.split_ids(split))
+    if limit is not None:
+        qids = qids[:max(0, limit)]
+    rng = random.Random(seed)
+    shot_qids = sample_demonstrations(dataset.split_ids("train") if shots else (), shots, rng)
+    args = {"split": split, "prompt_format": prompt_format, "shot_number": shots, "seed": seed,
+            "use_caption": use_caption, "max_tokens": max_tokens, "backend": getattr(backend, "name", "?")}
+    outputs: dict[str, str] = {}
+    if output_path is not None and Path(output_path).exists():
+        previous = read_json(output_path)
+        if not isinstance(previous, Mapping) or previous.get("shot_qids") != shot_qids or \
+                previous.get("args", {}).get("prompt_format") != prompt_format:
+            raise FormatError("existing result file was made with other demonstrations or another prompt format; "
+                              "remove it or choose another --output", source=output_path)
+        outputs = dict(read_scienceqa_outputs(output_path))
+
+    def snapshot() -> dict[str, Any]:
+        done = {q: outputs[q] for q in qids if q in outputs}
+        summary, items, _ = score_scienceqa(dataset, done, mode="official", policy="random", seed=seed)
+        correct = sum(i.correct for i in items)
+        return {"acc": 100.0 * correct / len(items) if items else 0.0, "correct": correct, "count": len(items),
+                "shot_qids": shot_qids, "args": args,
+                "results": {i.id: (-1 if i.predicted is None else i.predicted) for i in items}, "outputs": done}
+
+    pending = [q for q in qids if q not in outputs]
+    for count, qid in enumerate(_progress(pending, total=len(pending), desc=f"scienceqa {split}",
+                                          enabled=progress), start=1):
+        prompt = build_scienceqa_prompt(dataset, shot_qids, qid, prompt_format, use_caption=use_caption)
+        text = backend.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0,
+                                stop=list(SCIENCEQA_STOP))
+        outputs[qid] = text.strip()
+        if on_output is not None:
+            on_output(qid, outputs[qid])
+        if output_path is not None and (count % save_every == 0 or count == len(pending)):
+            atomic_write_json(output_path, snapshot(), indent=2)
+    result = snapshot()
+    if output_path is not None:
+        atomic_write_json(output_path, result, indent=2)
+    return result
+
+
+# ----------------------------------------------------------------------------------------------------------
+# M3CoT
+# ----------------------------------------------------------------------------------------------------------
+def experiment_record(record: M3CoTRecord, messages: Sequence[str], **extra: Any) -> dict[str, Any]:
+    """One line of an M3CoT experiment file."""
+    return {"id": record.id, "question": record.question, "choices": list(record.choices), "answer": record.answer,
+            "domain": record.domain, "topic": record.topic, "messages": list(messages), **extra}
+
+
+def _write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy: str = "direct",
+              limit: int | None = None, max_tokens: int = 512, seed: int | None = None,
+              output_path: str | Path | None = None, save_every: int = 10,
+              progress: bool = True) -> list[dict[str, Any]]:
+    """Ask ``backend`` every record with one M3CoT strategy (text only: the image is not sent).
+
+    Multi-turn strategies feed each reply back before the next user turn; greedy decoding. With
+    ``output_path`` the experiment file is rewritten every ``save_every`` items and resumed by id.
+
+    Returns:
+        Experiment records (see :func:`experiment_record`) in input order, with ``strategy`` and ``backend``.
+
+    Raises:
+        FormatError: unknown strategy; clevr_poc.llm.LLMBackendError: the backend failed.
+    """
+    strategy = normalize_m3cot_strategy(strategy)
+    chosen = list(records)[: max(0, limit)] if limit is not None else list(records)
+    done: dict[str, dict[str, Any]] = {}
+    if output_path is not None and Path(output_path).exists():
+        for previous in iter_m3cot_records(output_path, require_messages=True):
+            done[previous.id] = experiment_record(previous, previous.messages, strategy=strategy,
+                                                  backend=getattr(backend, "name", "?"))
+    name = getattr(backend, "name", "?")
+
+    def ordered() -> list[dict[str, Any]]:
+        return [done[r.id] for r in chosen if r.id in done]
+
+    pending = [r for r in chosen if r.id not in done]
+    for count, record in enumerate(_progress(pending, total=len(pending), desc=f"m3cot {strategy}",
+                                             enabled=progress), start=1):
+        plan = build_m3cot_plan(record, strategy)
+        transcript: list[str] = []
+        chat: list[dict[str, str]] = []
+        for turn in plan.turns:
+            chat.append({"role": "user", "content": turn})
+            reply = backend.complete(chat, max_tokens=max_tokens, temperature=0.0, seed=seed)
+            chat.append({"role": "assistant", "content": reply})
+            transcript += [turn, reply]
+        done[record.id] = experiment_record(record, transcript, strategy=strategy, backend=name)
+        if output_path is not None and (count % save_every == 0 or count == len(pending)):
+            _write_jsonl(output_path, ordered())
+    result = ordered()
+    if output_path is not None:
+        _write_jsonl(output_path, result)
+    return result
+
+
+def score_m3cot(predictions: Sequence[M3CoTRecord], *, gold: Sequence[M3CoTRecord] | None = None,
+                mode: ExtractionMode | str = ExtractionMode.OFFICIAL,
+                policy: FailurePolicy | str = FailurePolicy.WRONG, seed: int = 0,
+                name: str = "model") -> tuple[dict[str, Any], list[ScoredItem]]:
+    """Score M3CoT experiment records (the model output is the last message).
+
+    With ``gold`` (data records), answer, domain and topic come from the gold record of the same id and
+    predictions without one are skipped, as the official ``MetricData.metric(map=...)`` does; gold records
+    without a prediction are counted in ``missing`` (not scored). Random guesses (policy ``random``) come
+    from ``random.Random(seed)`` in prediction order.
+
+    Returns:
+        (summary, items); ``summary["accuracy"]`` = ``{"total", "domains", "topics"}`` of
+        ``{"acc": percent, "correct", "total"}``.
+
+    Raises:
+        FormatError: a prediction without messages.
+    """
+    mode, policy = ExtractionMode(mode), FailurePolicy(policy)
+    rng = random.Random(seed)
+    gold_by_id = {r.id: r for r in gold} if gold is not None else None
+    scored_records: dict[str, M3CoTRecord] = {}
+    items: list[ScoredItem] = []
+    skipped = 0
+    for prediction in predictions:
+        if not prediction.messages:
+            raise FormatError("record has no model output (messages is empty)", field="messages",
+                              value=prediction.id)
+        reference = prediction
+        if gold_by_id is not None:
+            if prediction.id not in gold_by_id:
+                skipped += 1
+                continue
+            reference = gold_by_id[prediction.id]
+        choices = prediction.choices or reference.choices
+        extraction = extract_m3cot(prediction.messages[-1], choices, mode=mode)
+        resolved = resolve(extraction, len(choices), policy, rng)
+        scored_records[prediction.id] = reference
+        items.append(ScoredItem(prediction.id, reference.answer_index, resolved.index, resolved.parsed,
+                                resolved.guessed, extraction.method))
+    accuracy = m3cot_accuracy(scored_records, items)
+    summary = {
+        "dataset": "m3cot", "name": name, "items": len(items), "rule": mode.value, "on_failure": policy.value,
+        "seed": seed,
+        "accuracy": {"total": accuracy["total"].to_json(),
+                     "domains": {d: a.to_json() for d, a in accuracy["domains"].items()},
+                     "topics": {d: {t: a.to_json() for t, a in topics.items()}
+                                for d, topics in accuracy["topics"].items()}},
+        "parse": parse_statistics(items),
+        "skipped": skipped,
+        "missing": 0 if gold_by_id is None else sum(1 for i in gold_by_id if i not in scored_records),
+    }
+    return summary, items
