@@ -1,0 +1,1 @@
+"""Benchmark generation: environments, scenes, layouts and questions (paper §3)."""
