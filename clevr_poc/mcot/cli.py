@@ -111,13 +111,14 @@ def _finish(args: argparse.Namespace, summary: dict[str, Any], markdown: str) ->
 
 def run_scienceqa_command(args: argparse.Namespace) -> int:
     from clevr_poc.mcot.data import load_scienceqa
-    from clevr_poc.mcot.harness import read_scienceqa_outputs, run_scienceqa, score_scienceqa
-    from clevr_poc.mcot.metrics import load_similarity_model, scienceqa_accuracy, scienceqa_markdown  # noqa: F401
+    from clevr_poc.mcot.harness import official_guess_rng, read_scienceqa_outputs, run_scienceqa, score_scienceqa
+    from clevr_poc.mcot.metrics import load_similarity_model, scienceqa_accuracy, scienceqa_markdown
 
     dataset = load_scienceqa(args.data, pid_splits=args.pid_splits, captions=args.captions)
     if args.predictions is not None:
         outputs = read_scienceqa_outputs(args.predictions)
         name = args.name or args.predictions.stem
+        rng = None  # random guesses from random.Random(seed)
     else:
         from clevr_poc.llm import make_backend
 
@@ -127,13 +128,15 @@ def run_scienceqa_command(args: argparse.Namespace) -> int:
                                max_tokens=args.max_tokens, output_path=args.output, progress=not args.no_progress)
         outputs = result["outputs"]
         name = args.name or backend.name
+        rng = official_guess_rng(dataset, args.shots, args.seed)  # guesses as the official runner draws them
     model = load_similarity_model() if args.explanations and args.similarity else None
-    summary, _, scores = score_scienceqa(dataset, outputs, mode=args.rule, policy=args.on_failure, seed=args.seed,
-                                         explanations=args.explanations, similarity_model=model, name=name)
+    summary, items, scores = score_scienceqa(dataset, outputs, mode=args.rule, policy=args.on_failure,
+                                             seed=args.seed, explanations=args.explanations,
+                                             similarity_model=model, name=name, rng=rng)
     if args.predictions is None:
         summary["run"] = {"backend": name, "prompt": args.prompt, "shots": args.shots, "split": args.split,
                           "output": None if args.output is None else str(args.output)}
-    columns = scienceqa_accuracy(dataset.problems, _)
+    columns = scienceqa_accuracy(dataset.problems, items)
     return _finish(args, summary, scienceqa_markdown(name, columns, summary["parse"], scores))
 
 

@@ -19,8 +19,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from clevr_poc._io import atomic_write_json, atomic_write_text, read_json
 from clevr_poc.errors import FormatError
-from clevr_poc.llm.base import ChatBackend
-from clevr_poc.mcot.data import M3CoTRecord, ScienceQADataset, iter_m3cot_records
+from clevr_poc.llm.base import ChatBackend, PromptTooLongError
+from clevr_poc.mcot.data import M3CoTRecord, ScienceQADataset, parse_m3cot_record
 from clevr_poc.mcot.extraction import (ExtractionMode, FailurePolicy, extract_m3cot, extract_scienceqa,
                                        resolve)
 from clevr_poc.mcot.metrics import (ExplanationScores, ScoredItem, explanation_scores, m3cot_accuracy,
@@ -60,10 +60,12 @@ def score_scienceqa(dataset: ScienceQADataset, outputs: Mapping[str, str], *,
                     mode: ExtractionMode | str = ExtractionMode.OFFICIAL,
                     policy: FailurePolicy | str = FailurePolicy.WRONG, seed: int = 3,
                     explanations: bool = False, similarity_model: Any | None = None,
-                    name: str = "model") -> tuple[dict[str, Any], list[ScoredItem], ExplanationScores | None]:
+                    name: str = "model", rng: random.Random | None = None,
+                    ) -> tuple[dict[str, Any], list[ScoredItem], ExplanationScores | None]:
     """Score ScienceQA outputs.
 
-    Random guesses (policy ``random``) come from ``random.Random(seed)`` in the order of ``outputs``.
+    Random guesses (policy ``random``) come from ``rng`` (default ``random.Random(seed)``) in the order of
+    ``outputs``; :func:`official_guess_rng` gives the generator state of the official runner.
 
     Returns:
         (summary, items, explanation scores or None). ``summary`` holds ``accuracy`` (Table 3 columns, each
@@ -74,7 +76,7 @@ def score_scienceqa(dataset: ScienceQADataset, outputs: Mapping[str, str], *,
         FormatError: an output id that is not in the data set.
     """
     mode, policy = ExtractionMode(mode), FailurePolicy(policy)
-    rng = random.Random(seed)
+    rng = random.Random(seed) if rng is None else rng
     items: list[ScoredItem] = []
     for qid, text in outputs.items():
         if qid not in dataset:
@@ -98,6 +100,14 @@ def score_scienceqa(dataset: ScienceQADataset, outputs: Mapping[str, str], *,
     return summary, items, scores
 
 
+def official_guess_rng(dataset: ScienceQADataset, shots: int, seed: int) -> random.Random:
+    """``random.Random(seed)`` after drawing ``shots`` demonstrations from train: the state in which the
+    official runner (``random.seed(seed)``, ``random.sample``, then ``random.choice`` per failure) guesses."""
+    rng = random.Random(seed)
+    sample_demonstrations(dataset.split_ids("train") if shots else (), shots, rng)
+    return rng
+
+
 def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str = "test",
                   prompt_format: str = "QCM-ALE", shots: int = 2, seed: int = 3, use_caption: bool = False,
                   limit: int | None = None, max_tokens: int = SCIENCEQA_MAX_TOKENS,
@@ -107,11 +117,12 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
 
     Demonstrations: ``random.Random(seed).sample(train ids, shots)`` (the official draw). Decoding: greedy,
     stop at a newline, ``max_tokens`` new tokens. With ``output_path`` the result file is written every
-    ``save_every`` items and an existing one is resumed (it must have the same shots and format).
+    ``save_every`` items and an existing one is resumed (it must have the same shots and format). A prompt
+    that does not fit the model's context becomes an empty output (unparseable) and is listed in ``errors``.
 
     Returns:
         The official result layout (see the module docstring); ``results`` uses the official rule and a
-        random guess for unparseable outputs, as the official runner does.
+        random guess for unparseable outputs drawn as the official runner does (:func:`official_guess_rng`).
 
     Raises:
         FormatError: an unknown split or format, or an existing result file made with other settings.
@@ -126,6 +137,7 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
     args = {"split": split, "prompt_format": prompt_format, "shot_number": shots, "seed": seed,
             "use_caption": use_caption, "max_tokens": max_tokens, "backend": getattr(backend, "name", "?")}
     outputs: dict[str, str] = {}
+    errors: dict[str, str] = {}
     if output_path is not None and Path(output_path).exists():
         previous = read_json(output_path)
         if not isinstance(previous, Mapping) or previous.get("shot_qids") != shot_qids or \
@@ -133,21 +145,27 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
             raise FormatError("existing result file was made with other demonstrations or another prompt format; "
                               "remove it or choose another --output", source=output_path)
         outputs = dict(read_scienceqa_outputs(output_path))
+        errors = {str(k): str(v) for k, v in (previous.get("errors") or {}).items()}
 
     def snapshot() -> dict[str, Any]:
         done = {q: outputs[q] for q in qids if q in outputs}
-        summary, items, _ = score_scienceqa(dataset, done, mode="official", policy="random", seed=seed)
+        summary, items, _ = score_scienceqa(dataset, done, mode="official", policy="random", seed=seed,
+                                            rng=official_guess_rng(dataset, shots, seed))
         correct = sum(i.correct for i in items)
         return {"acc": 100.0 * correct / len(items) if items else 0.0, "correct": correct, "count": len(items),
                 "shot_qids": shot_qids, "args": args,
-                "results": {i.id: (-1 if i.predicted is None else i.predicted) for i in items}, "outputs": done}
+                "results": {i.id: (-1 if i.predicted is None else i.predicted) for i in items}, "outputs": done,
+                "errors": {q: errors[q] for q in qids if q in errors}}
 
     pending = [q for q in qids if q not in outputs]
     for count, qid in enumerate(_progress(pending, total=len(pending), desc=f"scienceqa {split}",
                                           enabled=progress), start=1):
         prompt = build_scienceqa_prompt(dataset, shot_qids, qid, prompt_format, use_caption=use_caption)
-        text = backend.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0,
-                                stop=list(SCIENCEQA_STOP))
+        try:
+            text = backend.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0,
+                                    stop=list(SCIENCEQA_STOP))
+        except PromptTooLongError as exc:  # this item only: recorded as an empty (unparseable) output
+            text, errors[qid] = "", str(exc)
         outputs[qid] = text.strip()
         if on_output is not None:
             on_output(qid, outputs[qid])
@@ -179,7 +197,8 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
     """Ask ``backend`` every record with one M3CoT strategy (text only: the image is not sent).
 
     Multi-turn strategies feed each reply back before the next user turn; greedy decoding. With
-    ``output_path`` the experiment file is rewritten every ``save_every`` items and resumed by id.
+    ``output_path`` the experiment file is rewritten every ``save_every`` items and resumed by id. A prompt
+    that does not fit the model's context ends that conversation with an empty reply and an ``error`` field.
 
     Returns:
         Experiment records (see :func:`experiment_record`) in input order, with ``strategy`` and ``backend``.
@@ -191,9 +210,19 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
     chosen = list(records)[: max(0, limit)] if limit is not None else list(records)
     done: dict[str, dict[str, Any]] = {}
     if output_path is not None and Path(output_path).exists():
-        for previous in iter_m3cot_records(output_path, require_messages=True):
-            done[previous.id] = experiment_record(previous, previous.messages, strategy=strategy,
-                                                  backend=getattr(backend, "name", "?"))
+        for number, line in enumerate(Path(output_path).read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(f"invalid JSON: {exc.msg}", source=f"{output_path} line {number}") from None
+            previous = parse_m3cot_record(row, source=f"{output_path} line {number}", index=number,
+                                          require_messages=True)
+            if row.get("strategy", strategy) != strategy:
+                raise FormatError("existing experiment file was made with another strategy; remove it or choose "
+                                  "another --output", source=output_path, field="strategy", value=row["strategy"])
+            done[previous.id] = row
     name = getattr(backend, "name", "?")
 
     def ordered() -> list[dict[str, Any]]:
@@ -205,12 +234,18 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
         plan = build_m3cot_plan(record, strategy)
         transcript: list[str] = []
         chat: list[dict[str, str]] = []
+        extra: dict[str, Any] = {}
         for turn in plan.turns:
             chat.append({"role": "user", "content": turn})
-            reply = backend.complete(chat, max_tokens=max_tokens, temperature=0.0, seed=seed)
+            try:
+                reply = backend.complete(chat, max_tokens=max_tokens, temperature=0.0, seed=seed)
+            except PromptTooLongError as exc:  # this item only: an empty (unparseable) final reply
+                transcript += [turn, ""]
+                extra["error"] = str(exc)
+                break
             chat.append({"role": "assistant", "content": reply})
             transcript += [turn, reply]
-        done[record.id] = experiment_record(record, transcript, strategy=strategy, backend=name)
+        done[record.id] = experiment_record(record, transcript, strategy=strategy, backend=name, **extra)
         if output_path is not None and (count % save_every == 0 or count == len(pending)):
             _write_jsonl(output_path, ordered())
     result = ordered()
