@@ -154,6 +154,10 @@ def test_end_to_end_through_a_local_openai_compatible_server():
     with ChatCompletionsServer(reply) as server:
         backend = OpenAIChatBackend(model="test-model", base_url=server.base_url, max_retries=0)
         report = evaluate(LLMStandalone(backend, seed=3), [appendix_a_example()], progress=False)
+        # the same through a make_backend spec string
+        by_spec = LLMStandalone(f"openai:test-model@{server.base_url}")
+        assert by_spec.predict(appendix_a_example()) == frozenset({"small", "medium"})
+        server.requests.pop()
         assert (report.exact_accuracy, report.jaccard, report.parse_failures) == (1.0, 1.0, 0)
         (request,) = server.requests
         assert request["model"] == "test-model" and request["temperature"] == 0.0 and request["seed"] == 3

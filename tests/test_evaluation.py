@@ -486,3 +486,24 @@ def test_checkpoint_resumes_an_interrupted_run(tmp_path):
     assert third.calls == 0
     with pytest.raises(FormatError, match="belongs to model 'fixed'"):
         evaluate(FixedModel(answers), examples, progress=False, checkpoint=path, name="other")
+
+
+def test_cli_llm_standalone_through_a_local_server(official_dataset, tmp_path, capsys):
+    pytest.importorskip("openai")
+    from clevr_poc.llm.testing import ChatCompletionsServer
+
+    root, _ = official_dataset
+    checkpoint = tmp_path / "llm.jsonl"
+    with ChatCompletionsServer(lambda messages: "###{small, medium}###") as server:
+        argv = ["evaluate", "--dataset", str(root), "--split", "test", "--model", "llm-standalone",
+                "--backend", f"openai:test-model@{server.base_url}", "--checkpoint", str(checkpoint)]
+        status, out, err = _run_cli(argv, capsys)
+        assert status == 0, err
+        # question 0 (size) is right; questions 1 (shape) and 2 (color) get size values: parse failures
+        assert json.loads(out[-1]) == {"exact_accuracy": pytest.approx(1 / 3), "jaccard": pytest.approx(1 / 3), "n": 3}
+        assert out[-2] == "parse failures: 2 of 3 (scored as wrong)"
+        assert len(server.requests) == 3 and len(checkpoint.read_text().splitlines()) == 4
+        status, out, _ = _run_cli(argv + ["--limit", "2"], capsys)     # resumed: nothing asked again
+        assert status == 0 and json.loads(out[-1])["n"] == 2 and len(server.requests) == 3
+    status, _, err = _run_cli(argv[:-4], capsys)
+    assert status == 1 and "needs --backend" in err[0]

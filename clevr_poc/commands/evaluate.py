@@ -6,6 +6,9 @@ Two modes::
     python -m clevr_poc evaluate --dataset DIR --split test --predictions FILE.json [--out RESULTS]
     # run a model: NS-VQA with the gold partial scene and the gold ASP query (a self-check: must be 1.0)
     python -m clevr_poc evaluate --dataset DIR --split test --model ns-vqa-gold [--out RESULTS]
+    # the stand-alone LLM baseline through a chat backend (clevr_poc.llm.make_backend spec), resumable
+    python -m clevr_poc evaluate --dataset DIR --split test --model llm-standalone \
+        --backend openai:MODEL@http://127.0.0.1:8000/v1 --checkpoint llm.jsonl [--limit 200]
 
 The last line on stdout is one JSON object ``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
 line before it counts parse failures. ``--out DIR`` also writes ``report.json`` (per-example results and
@@ -27,12 +30,15 @@ from typing import Any, Mapping
 from clevr_poc._io import read_json
 from clevr_poc.errors import ClevrPocError, FormatError
 
-#: Models ``--model`` can run without training.
-MODELS: tuple[str, ...] = ("ns-vqa-gold",)
+#: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
+#: must score 1.0) and the stand-alone LLM (§4.1.3, App. C.1; needs ``--backend``).
+MODELS: tuple[str, ...] = ("ns-vqa-gold", "llm-standalone")
 
 _EPILOG = """examples:
   python -m clevr_poc evaluate --dataset data/ --split test --predictions preds.json
   python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa-gold --out results/
+  python -m clevr_poc evaluate --dataset data/ --split test --model llm-standalone \
+      --backend openai:gpt-4o --checkpoint gpt4o.jsonl --limit 200 --workers 4
 predictions file: {"CLEVR_test_000000.png": ["small", "medium"], "CLEVR_test_000001.png": null, ...}
 """
 
@@ -53,11 +59,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     source.add_argument("--predictions", metavar="FILE.json",
                         help="JSON object: image_filename -> list of predicted values, or null (parse failure)")
     source.add_argument("--model", choices=MODELS,
-                        help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner")
+                        help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner; "
+                             "llm-standalone = the App. C.1 prompt through --backend")
+    llm = parser.add_argument_group("llm-standalone")
+    llm.add_argument("--backend", metavar="SPEC",
+                     help="chat backend: local, gguf:PATH, openai, openai:MODEL or openai:MODEL@URL")
+    llm.add_argument("--max-tokens", type=int, default=256, metavar="N", help="reply length limit (default 256)")
+    llm.add_argument("--workers", type=int, default=1, metavar="W", help="parallel requests (default 1)")
     parser.add_argument("--out", metavar="DIR", help="write report.json, predictions.json, table2.md, breakdowns.md and plots/")
     parser.add_argument("--name", metavar="NAME", help="model name in the report and tables")
     parser.add_argument("--parse-failures", choices=("wrong", "exclude"), default="wrong",
                         help="score parse failures as wrong (default) or leave them out of the averages")
+    parser.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the split")
+    parser.add_argument("--checkpoint", metavar="FILE.jsonl",
+                        help="with --model: keep predictions in this file and resume an interrupted run")
     parser.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     parser.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
     parser.set_defaults(func=run)
@@ -79,24 +94,45 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _load_examples(dataset: str, split: str) -> list[Any]:
+def _load_examples(dataset: str, split: str, limit: int | None = None) -> list[Any]:
     try:
         from clevr_poc.dataset import load_dataset
     except ImportError as exc:  # pragma: no cover - only in a broken installation
         raise ClevrPocError(f"cannot load datasets: {exc}") from None
     if not Path(dataset).is_dir():
         raise FormatError("dataset folder not found", source=dataset)
-    examples = list(load_dataset(dataset, split))
+    if limit is not None and limit < 1:
+        raise FormatError("must be a positive integer", field="--limit", value=limit)
+    data = load_dataset(dataset, split)
+    examples = list(data if limit is None else data[:limit])
     if not examples:
         raise FormatError("the split has no questions", source=dataset, field="split", value=split)
     return examples
 
 
+def _model(args: argparse.Namespace) -> Any:
+    if args.model == "ns-vqa-gold":
+        from clevr_poc.baselines.ns_vqa import NSVQA
+
+        return NSVQA(name=args.name or "NS-VQA (gold scene, gold ASP)")
+    if not args.backend:
+        raise FormatError("--model llm-standalone needs --backend SPEC (e.g. openai:MODEL@URL)", field="--backend")
+    if args.max_tokens < 1 or args.workers < 1:
+        raise FormatError("--max-tokens and --workers must be positive", field="--max-tokens/--workers",
+                          value=(args.max_tokens, args.workers))
+    from clevr_poc.baselines.llm_standalone import LLMStandalone
+
+    return LLMStandalone(args.backend, max_tokens=args.max_tokens, workers=args.workers, name=args.name)
+
+
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.evaluation import evaluate, score_predictions, write_outputs
 
-    examples = _load_examples(args.dataset, args.split)
+    examples = _load_examples(args.dataset, args.split, args.limit)
     if args.predictions is not None:
+        if args.limit is not None:
+            raise FormatError("--limit applies to --model runs only (a predictions file covers the whole split)",
+                              field="--limit", value=args.limit)
         predictions = read_predictions(args.predictions)
         try:
             report = score_predictions(examples, predictions, model=args.name or Path(args.predictions).stem,
@@ -104,11 +140,10 @@ def run(args: argparse.Namespace) -> int:
         except FormatError as exc:
             raise FormatError(str(exc), source=args.predictions) from None
     else:
-        from clevr_poc.baselines.ns_vqa import NSVQA
-
-        model = NSVQA(name=args.name or "NS-VQA (gold scene, gold ASP)")
+        model = _model(args)
         report = evaluate(model, examples, progress=args.progress, split=args.split,
-                          parse_failures=args.parse_failures)
+                          parse_failures=args.parse_failures, checkpoint=args.checkpoint,
+                          batch_size=max(1, 4 * args.workers))
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}")
