@@ -1,0 +1,195 @@
+"""Render the images of a generated dataset folder (``python -m clevr_poc render``).
+
+Layout (written by :mod:`clevr_poc.generation.dataset`; official CLEVR-POC release)::
+
+    DIR/incomplete/scenes/<split>/CLEVR_%06d.json  ->  DIR/incomplete/images/<split>/<image_filename>
+    DIR/complete/scenes/<split>/CLEVR_%06d.json    ->  DIR/complete/images/<split>/<image_filename>
+
+Each scene file is rewritten (atomically) with the ground truth of :func:`render_scene` (masks, boxes,
+``pixel_coords``, camera) after its image has been written (atomically). A scene is *done* when its image
+exists and its JSON carries the ``render`` key, so an interrupted run resumes where it stopped.
+
+The seed of an image is derived from (``seed``, split, ``image_filename``), so the complete and the partial
+image of an example share camera and lights (they differ only by the hidden object), and the result does
+not depend on the worker count or the order of rendering.
+
+Visibility: objects under the pixel minimum are reported (counted in the summary, listed per scene),
+not re-placed: moving an object here would change the relationships the questions were generated from.
+Generators should call :func:`clevr_poc.rendering.check_visibility` while laying out (no Blender needed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from clevr_poc.errors import FormatError
+from clevr_poc.rendering.render import (
+    DEFAULT_ENGINE,
+    DEFAULT_HEIGHT,
+    DEFAULT_SAMPLES,
+    DEFAULT_WIDTH,
+    RenderError,
+    render_scene,
+)
+from clevr_poc.scene import Scene
+
+#: Scene kinds (sub-folders of a dataset folder).
+KINDS: tuple[str, ...] = ("incomplete", "complete")
+
+
+@dataclass(frozen=True)
+class RenderTask:
+    """One image to render: the scene file, the PNG path, the image seed and the render settings."""
+
+    scene_path: str
+    image_path: str
+    seed: int
+    settings: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class RenderTaskResult:
+    """What a worker reports: timings, and the objects under the pixel minimum ((index, pixels, reason))."""
+
+    scene_path: str
+    image_path: str
+    seconds: float
+    render_seconds: float
+    offending: tuple[tuple[int, int, str], ...]
+
+
+@dataclass(frozen=True)
+class RenderSummary:
+    """Outcome of :func:`render_dataset`.
+
+    Attributes:
+        images: images the selection holds; ``rendered`` now, ``skipped`` already done.
+        seconds: wall clock of the rendering part; ``seconds_per_image``: mean over rendered images of
+            each worker's time (wall clock per image of one worker).
+        invisible: (scene path, ((object, pixels, reason), ...)) for scenes with objects under the minimum.
+    """
+
+    images: int
+    rendered: int
+    skipped: int
+    seconds: float
+    seconds_per_image: float | None
+    invisible: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...] = field(default=())
+
+
+def image_seed(seed: int, split: str, image_filename: str) -> int:
+    """32-bit seed of one image from the dataset seed, the split and the image file name."""
+    digest = hashlib.sha256(f"{seed}\x00{split}\x00{image_filename}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def _splits(dataset: Path, kind: str, splits: Sequence[str] | None) -> list[str]:
+    root = dataset / kind / "scenes"
+    if splits:
+        missing = [s for s in splits if not (root / s).is_dir()]
+        if missing:
+            raise FormatError(f"no scenes folder for split(s) {missing}", source=root)
+        return list(splits)
+    if not root.is_dir():
+        raise FormatError("not a dataset folder (no scenes folder)", source=root)
+    return sorted(p.name for p in root.iterdir() if p.is_dir())
+
+
+def plan_tasks(dataset: str | os.PathLike[str], *, splits: Sequence[str] | None = None, complete: bool = False,
+               seed: int = 0, overwrite: bool = False, limit: int | None = None,
+               settings: dict[str, Any] | None = None) -> tuple[list[RenderTask], int]:
+    """The images still to render (in split, file name order) and the number already done.
+
+    Raises:
+        FormatError: not a dataset folder, a missing split, a bad scene file, or a scene without
+            ``image_filename``.
+    """
+    dataset = Path(dataset)
+    tasks: list[RenderTask] = []
+    done = 0
+    frozen = tuple(sorted((settings or {}).items()))
+    for kind in KINDS if complete else KINDS[:1]:
+        for split in _splits(dataset, kind, splits):
+            for scene_path in sorted((dataset / kind / "scenes" / split).glob("*.json")):
+                scene = Scene.from_file(scene_path)
+                if not scene.image_filename:
+                    raise FormatError("missing image_filename", source=scene_path, field="image_filename")
+                name = Path(scene.image_filename).name
+                image_path = dataset / kind / "images" / split / name
+                if not overwrite and image_path.exists() and "render" in scene.extra:
+                    done += 1
+                    continue
+                if limit is not None and len(tasks) >= limit:
+                    continue
+                tasks.append(RenderTask(str(scene_path), str(image_path), image_seed(seed, split, name), frozen))
+    return tasks, done
+
+
+def render_task(task: RenderTask) -> RenderTaskResult:
+    """Render one image and rewrite its scene file with the ground truth (module-level: picklable)."""
+    scene = Scene.from_file(task.scene_path)
+    result = render_scene(scene, task.image_path, seed=task.seed, **dict(task.settings))
+    result.scene.to_file(task.scene_path)
+    offending = tuple((o.index, o.pixels, o.reason) for o in result.visibility.offending)
+    return RenderTaskResult(task.scene_path, task.image_path, result.stats.seconds, result.stats.render_seconds,
+                            offending)
+
+
+def render_dataset(
+    dataset: str | os.PathLike[str],
+    *,
+    splits: Sequence[str] | None = None,
+    complete: bool = False,
+    samples: int = DEFAULT_SAMPLES,
+    width: int = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+    engine: str = DEFAULT_ENGINE,
+    seed: int = 0,
+    min_pixels: int | None = None,
+    workers: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
+    overwrite: bool = False,
+    limit: int | None = None,
+    progress: bool = True,
+) -> RenderSummary:
+    """Render every scene of a dataset folder that has no image yet (module doc).
+
+    Each worker renders with ``os.cpu_count() // workers`` Blender threads (local executor).
+
+    Raises:
+        FormatError: see :func:`plan_tasks`.
+        RenderError: bad settings, ``bpy`` missing, Blender failed.
+        clevr_poc.executors.ExecutorError: bad executor settings.
+    """
+    from clevr_poc.executors import default_workers, map_ordered
+
+    threads = max(1, default_workers() // workers) if executor == "local" else 0
+    settings = {"samples": samples, "width": width, "height": height, "engine": engine, "min_pixels": min_pixels,
+                "threads": threads}
+    tasks, done = plan_tasks(dataset, splits=splits, complete=complete, seed=seed, overwrite=overwrite, limit=limit,
+                             settings=settings)
+    if tasks:
+        try:
+            import bpy  # noqa: F401  (fail before starting workers)
+        except ImportError as exc:
+            raise RenderError(f"rendering needs Blender's Python module ({exc}); "
+                              "pip install 'clevr-poc[render]' (bpy==5.0.1, Python 3.11)") from None
+    start = time.perf_counter()
+    results: list[RenderTaskResult] = list(map_ordered(
+        render_task, tasks, workers=workers, executor=executor, ray_address=ray_address,
+        progress="render" if progress else False, total=len(tasks)))
+    seconds = time.perf_counter() - start
+    invisible = tuple((r.scene_path, r.offending) for r in results if r.offending)
+    per_image = sum(r.seconds for r in results) / len(results) if results else None
+    return RenderSummary(len(tasks) + done, len(results), done, seconds, per_image, invisible)
+
+
+def iter_scene_files(dataset: str | os.PathLike[str], kind: str = "incomplete") -> Iterable[Path]:
+    """Scene files of a dataset folder (all splits), sorted."""
+    yield from sorted((Path(dataset) / kind / "scenes").glob("*/*.json"))

@@ -1,0 +1,229 @@
+"""Per-object instance masks: an exact object-ID image by ray casting, COCO RLE, bounding boxes.
+
+numpy only. :func:`instance_index_map` casts one ray through every pixel centre against the very meshes
+Blender renders (:mod:`clevr_poc.rendering.shapes`): each object is a convex solid, so a pixel centre sees
+it iff it lies in the convex hull of its projected vertices, and where several objects cover a pixel the
+one whose face planes the ray enters first wins. The result equals the renderer's object-index pass up to
+where a pixel's sample lands inside the pixel (tests/test_rendering.py compares them); it needs no
+Blender, so scene generators can check visibility before anything is rendered.
+
+``footprint_pixels`` is the same without occluders (to tell "occluded" from "too small").
+
+RLE: the COCO format (``pycocotools.mask``): the mask is read in column-major (Fortran) order, runs
+alternate 0s and 1s starting with 0s; ``counts`` is the compressed string (``rleToString``), the form
+COCO annotations and ``pycocotools.mask.decode`` use. ``{"size": [height, width], "counts": "..."}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from clevr_poc.errors import FormatError
+from clevr_poc.rendering.geometry import Camera, pixel_rays, project_points
+from clevr_poc.rendering.shapes import Mesh
+
+#: Background value of an index map.
+BACKGROUND = -1
+
+
+# ---------------------------------------------------------------------- ray casting
+def instance_index_map(meshes: Sequence[Mesh], camera: Camera) -> np.ndarray:
+    """The object seen at every pixel centre: int32 (height, width), object index or :data:`BACKGROUND`.
+
+    A pixel centre sees a convex solid iff it lies in the convex hull of the solid's projected vertices
+    (perspective projection keeps convexity); where several hulls cover a pixel, the ray's entry distance
+    into each solid (the largest ``t`` over its camera-facing face planes) decides.
+
+    Args:
+        meshes: convex world-space meshes in front of the camera, index = object index.
+        camera: the camera (pixel centres at (i + 0.5, j + 0.5)).
+    """
+    H, W = camera.height, camera.width
+    index = np.full((H, W), BACKGROUND, dtype=np.int32)
+    cover = np.zeros((H, W), dtype=np.int32)
+    footprints: list[tuple[tuple[int, int, int, int], np.ndarray] | None] = []
+    for k, mesh in enumerate(meshes):
+        footprint = _footprint(mesh, camera)
+        footprints.append(footprint)
+        if footprint is None:
+            continue
+        (i0, i1, j0, j1), inside = footprint
+        cover[j0:j1, i0:i1] += inside
+        first = index[j0:j1, i0:i1]
+        first[inside & (first == BACKGROUND)] = k
+    if not (cover > 1).any():
+        return index
+    best = np.full((H, W), np.inf)
+    origin = camera.position
+    for k, (mesh, footprint) in enumerate(zip(meshes, footprints)):
+        if footprint is None:
+            continue
+        (i0, i1, j0, j1), inside = footprint
+        shared = inside & (cover[j0:j1, i0:i1] > 1)
+        if not shared.any():
+            continue
+        rows, cols = np.nonzero(shared)
+        rays = pixel_rays(cols + i0 + 0.5, rows + j0 + 0.5, camera)
+        normals, offsets = mesh.planes()
+        num = offsets - normals @ origin
+        facing = num < 0                                    # planes the camera is outside of
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = num[facing] / (rays @ normals[facing].T)    # (P, F'), > 0 where the ray enters
+        dist = np.max(np.where(t > 0, t, -np.inf), axis=1)
+        dist[~np.isfinite(dist)] = np.inf
+        r, c = rows + j0, cols + i0
+        closer = dist < best[r, c]
+        best[r[closer], c[closer]] = dist[closer]
+        index[r[closer], c[closer]] = k
+    return index
+
+
+def footprint_pixels(mesh: Mesh, camera: Camera) -> int:
+    """Pixel centres of the image that the mesh would cover if nothing occluded it."""
+    footprint = _footprint(mesh, camera)
+    return 0 if footprint is None else int(footprint[1].sum())
+
+
+def _convex_hull(points: np.ndarray) -> np.ndarray:
+    """Counter-clockwise (in (u, v) axes) convex hull of 2-D points (Andrew's monotone chain), (M, 2)."""
+    pts = np.unique(np.round(points, 9), axis=0)  # sorted by u, then v
+    if len(pts) < 3:
+        return pts
+
+    def half(seq: np.ndarray) -> list:
+        out: list = []
+        for p in seq:
+            while len(out) >= 2 and ((out[-1][0] - out[-2][0]) * (p[1] - out[-2][1])
+                                     - (out[-1][1] - out[-2][1]) * (p[0] - out[-2][0])) <= 0:
+                out.pop()
+            out.append(p)
+        return out
+
+    lower, upper = half(pts), half(pts[::-1])
+    return np.array(lower[:-1] + upper[:-1])
+
+
+def _footprint(mesh: Mesh, camera: Camera):
+    """Pixel box (i0, i1, j0, j1) of the mesh's projection and the boolean mask (j1-j0, i1-i0) of the
+    pixel centres inside its convex hull; None when it misses the image."""
+    uvd = project_points(mesh.vertices, camera)
+    if np.any(uvd[:, 2] <= 0):
+        raise ValueError("an object reaches behind the camera; cannot compute its mask")
+    hull = _convex_hull(uvd[:, :2])
+    i0 = max(int(np.floor(hull[:, 0].min())), 0)
+    i1 = min(int(np.ceil(hull[:, 0].max())) + 1, camera.width)
+    j0 = max(int(np.floor(hull[:, 1].min())), 0)
+    j1 = min(int(np.ceil(hull[:, 1].max())) + 1, camera.height)
+    if i0 >= i1 or j0 >= j1 or len(hull) < 3:
+        return None
+    us, vs = np.meshgrid(np.arange(i0, i1) + 0.5, np.arange(j0, j1) + 0.5)
+    a = hull
+    b = np.roll(hull, -1, axis=0)
+    cross = ((b[:, 0] - a[:, 0])[None, None, :] * (vs[..., None] - a[:, 1][None, None, :])
+             - (b[:, 1] - a[:, 1])[None, None, :] * (us[..., None] - a[:, 0][None, None, :]))
+    inside = np.all(cross >= 0, axis=-1)
+    return (i0, i1, j0, j1), inside
+
+
+# ---------------------------------------------------------------------- boxes
+def mask_bbox(mask: np.ndarray) -> tuple[int, int, int, int] | None:
+    """COCO box ``(x, y, width, height)`` in pixels of a boolean (H, W) mask; None when it is empty."""
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    if len(rows) == 0:
+        return None
+    return int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
+
+
+# ---------------------------------------------------------------------- COCO RLE
+def rle_counts(mask: np.ndarray) -> list[int]:
+    """Uncompressed COCO run lengths of a boolean (H, W) mask (column-major, starting with a run of 0s)."""
+    flat = np.asarray(mask, dtype=bool).ravel(order="F")
+    if flat.size == 0:
+        return []
+    change = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    bounds = np.concatenate([[0], change, [flat.size]])
+    runs = np.diff(bounds).tolist()
+    if flat[0]:
+        runs.insert(0, 0)
+    return runs
+
+
+def _counts_to_string(counts: Sequence[int]) -> str:
+    """pycocotools ``rleToString``: LEB128-like, 5 bits per character (offset 48), deltas from i-2."""
+    out = []
+    for i, value in enumerate(counts):
+        x = int(value)
+        if i > 2:
+            x -= int(counts[i - 2])
+        more = True
+        while more:
+            c = x & 0x1F
+            x >>= 5
+            more = (x != -1) if (c & 0x10) else (x != 0)
+            if more:
+                c |= 0x20
+            out.append(chr(c + 48))
+    return "".join(out)
+
+
+def _string_to_counts(text: str) -> list[int]:
+    """pycocotools ``rleFrString``."""
+    counts: list[int] = []
+    p = 0
+    while p < len(text):
+        x = 0
+        k = 0
+        more = True
+        while more:
+            if p >= len(text):
+                raise ValueError("truncated RLE string")
+            c = ord(text[p]) - 48
+            if not 0 <= c < 64:
+                raise ValueError(f"invalid RLE character {text[p]!r}")
+            x |= (c & 0x1F) << (5 * k)
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
+            if not more and (c & 0x10):
+                x |= -1 << (5 * k)
+        if len(counts) > 2:
+            x += counts[-2]
+        counts.append(x)
+    return counts
+
+
+def encode_rle(mask: np.ndarray) -> dict[str, Any]:
+    """COCO compressed RLE of a boolean (H, W) mask: ``{"size": [H, W], "counts": str}``."""
+    mask = np.asarray(mask)
+    if mask.ndim != 2:
+        raise ValueError(f"a mask is a 2-D array, got shape {mask.shape}")
+    return {"size": [int(mask.shape[0]), int(mask.shape[1])], "counts": _counts_to_string(rle_counts(mask))}
+
+
+def decode_rle(rle: Mapping[str, Any], *, source: object = None) -> np.ndarray:
+    """Boolean (H, W) mask of a COCO RLE (compressed string or uncompressed list ``counts``).
+
+    Raises:
+        FormatError: malformed ``size``/``counts``, or run lengths that do not add up to H * W.
+    """
+    if not isinstance(rle, Mapping) or "size" not in rle or "counts" not in rle:
+        raise FormatError("an RLE mask is {'size': [H, W], 'counts': ...}", source=source, field="mask", value=rle)
+    size = rle["size"]
+    if not (isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(v, int) and v >= 0 for v in size)):
+        raise FormatError("size must be [height, width]", source=source, field="mask.size", value=size)
+    raw = rle["counts"]
+    try:
+        counts = _string_to_counts(raw) if isinstance(raw, str) else [int(c) for c in raw]
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"bad counts ({exc})", source=source, field="mask.counts", value=raw) from None
+    H, W = size
+    if any(c < 0 for c in counts) or sum(counts) != H * W:
+        raise FormatError(f"run lengths must be >= 0 and add up to {H * W}", source=source, field="mask.counts",
+                          value=raw)
+    values = np.zeros(len(counts), dtype=bool)
+    values[1::2] = True
+    flat = np.repeat(values, counts)
+    return flat.reshape((W, H)).T.copy()

@@ -1,0 +1,360 @@
+"""Render a scene to a PNG with ground truth: ``render_scene(scene, out_png) -> RenderResult``.
+
+Paper §3.3: a scene graph is rendered with Blender; the partial scene's image is rendered from the
+partial scene graph (the hidden object is simply absent). Render the complete and the partial scene
+with the same ``seed``: camera and lights are drawn from it, and object rotations come from the
+objects themselves (``extra['rotation']``, or a hash of the object when absent), so the two images
+differ only by the hidden object.
+
+Ground truth written into the returned scene (official keys plus CLEVR-style extras)::
+
+    scene["camera"]  = {"K": 3x3, "world_to_camera": 4x4, "image_size": [W, H], "convention": "opencv"}
+    scene["render"]  = {"engine", "samples", "denoise", "seed", "width", "height", "lights"}
+    object["3d_coords"]    = [x, y, z]          centre; z = half-height (the object rests on the ground)
+    object["pixel_coords"] = [u, v, depth]      projection of the centre (geometry.project)
+    object["rotation"]     = degrees about z
+    object["mask"]         = COCO RLE {"size": [H, W], "counts": str} of the visible pixels
+    object["bbox"]         = [x, y, w, h] of the mask (pixels), or null when nothing is visible
+    object["visible_pixels"] = mask area
+
+Masks come from :func:`clevr_poc.rendering.masks.instance_index_map` (exact ray casting of the rendered
+meshes at pixel centres; the same for every engine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.rendering import masks as _masks
+from clevr_poc.rendering.geometry import DEFAULT_CAMERA_JITTER, Camera, default_camera, project
+from clevr_poc.rendering.shapes import Mesh, object_mesh, object_scale
+from clevr_poc.scene import Scene, SceneObject
+
+#: Default image size (CLEVR-POC official: 320 x 320, see benchmarks/render.py).
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 320, 240
+#: Default path-tracing samples per pixel (Cycles; with OpenImageDenoise). See docs/rendering.md.
+DEFAULT_SAMPLES = 32
+#: Default engine (see docs/rendering.md for the measurements behind the choice).
+DEFAULT_ENGINE = "cycles"
+ENGINE_NAMES: tuple[str, ...] = ("cycles", "eevee")
+#: Light jitter: each light coordinate moves by U(-j, j) (CLEVR ``--key_light_jitter`` etc.).
+DEFAULT_LIGHT_JITTER = 1.0
+#: Minimum visible pixels of an object at 320 x 240, scaled with the image area for other sizes. An
+#: unoccluded small cone at the far corner of region 0 covers about 80 pixels at 320 x 240.
+MIN_PIXELS_AT_320x240 = 40
+#: Bound on ``relayout`` calls of :func:`render_scene` (CLEVR's layout: 100 tries).
+DEFAULT_MAX_RELAYOUTS = 10
+
+
+class RenderError(ClevrPocError):
+    """Rendering is impossible (Blender's ``bpy`` missing, bad settings) or Blender failed."""
+
+
+# ---------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class OffendingObject:
+    """An object that does not cover enough pixels.
+
+    Attributes:
+        index: object index in the scene.
+        pixels: visible pixels.
+        footprint: pixels it would cover without occluders (inside the image).
+        reason: ``"occluded"`` (its footprint is large enough, other objects hide it) or ``"too_small"``
+            (even unoccluded it covers fewer than the minimum: outside the view, or far and tiny).
+    """
+
+    index: int
+    pixels: int
+    footprint: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class VisibilityReport:
+    """Visible pixels per object and the objects under the minimum.
+
+    Attributes:
+        min_pixels: the threshold used.
+        pixels: visible pixels per object (index order).
+        footprints: unoccluded pixels per object.
+        offending: objects with ``pixels < min_pixels``.
+    """
+
+    min_pixels: int
+    pixels: tuple[int, ...]
+    footprints: tuple[int, ...]
+    offending: tuple[OffendingObject, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.offending
+
+    def describe(self) -> str:
+        if self.ok:
+            return f"all {len(self.pixels)} objects cover >= {self.min_pixels} pixels"
+        parts = [f"object {o.index}: {o.pixels} px ({o.reason}, footprint {o.footprint})" for o in self.offending]
+        return f"{len(self.offending)} object(s) under {self.min_pixels} visible pixels: " + "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class RenderStats:
+    """Timings (seconds, wall clock) and settings of one :func:`render_scene` call.
+
+    ``render_seconds`` is Blender's part (scene build + render + PNG); ``relayouts`` counts ``relayout``
+    calls; ``rendered`` is False when the image was skipped (``skip_invisible``).
+    """
+
+    seconds: float
+    render_seconds: float
+    mask_seconds: float
+    engine: str
+    samples: int
+    width: int
+    height: int
+    denoise: bool
+    relayouts: int = 0
+    rendered: bool = True
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """``scene``: the input scene with ground truth (module doc); ``image_path``: the PNG (None when
+    skipped); ``index_pass``: Blender's object-index pass (int32 (H, W), 0 = none, k+1 = object k) when
+    requested."""
+
+    scene: Scene
+    stats: RenderStats
+    visibility: VisibilityReport
+    camera: Camera
+    image_path: Path | None
+    index_pass: np.ndarray | None = field(default=None, compare=False)
+
+
+# ---------------------------------------------------------------------- helpers
+def default_min_pixels(width: int, height: int) -> int:
+    """:data:`MIN_PIXELS_AT_320x240` scaled by the image area (at least 1)."""
+    return max(1, round(MIN_PIXELS_AT_320x240 * width * height / (320 * 240)))
+
+
+def _rng(seed: int, stream: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, stream]))
+
+
+def scene_camera(seed: int = 0, *, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT,
+                 jitter: float = DEFAULT_CAMERA_JITTER) -> Camera:
+    """The camera :func:`render_scene` uses for ``seed`` (default framing, jittered from the seed)."""
+    return default_camera(width, height, rng=_rng(seed, 1), jitter=jitter)
+
+
+def object_rotation(obj: SceneObject) -> float:
+    """Rotation about z in degrees: ``extra['rotation']`` when present, else a value in [0, 360) hashed
+    from the object's attributes and position (the same in the complete and the partial scene).
+
+    Raises:
+        FormatError: ``rotation`` is not a finite number.
+    """
+    value = obj.extra.get("rotation")
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise FormatError("rotation must be a number of degrees", field="objects[].rotation", value=value)
+        return float(value)
+    key = repr((obj.color, obj.shape, obj.size, obj.material, obj.region,
+                tuple(round(float(c), 6) for c in (obj.coords_3d or ())[:2]))).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2 ** 64 * 360.0
+
+
+def _object_xy(obj: SceneObject, index: int) -> tuple[float, float]:
+    if obj.coords_3d is None or len(obj.coords_3d) < 2:
+        raise FormatError("the object has no position: render needs '3d_coords' [x, y, z] (run the layout first)",
+                          field=f"objects[{index}].3d_coords", value=obj.coords_3d)
+    x, y = float(obj.coords_3d[0]), float(obj.coords_3d[1])
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise FormatError("3d_coords must be finite", field=f"objects[{index}].3d_coords", value=obj.coords_3d)
+    return x, y
+
+
+def scene_meshes(scene: Scene) -> list[Mesh]:
+    """World meshes of the scene's objects (index order); raises :class:`FormatError` without positions."""
+    meshes = []
+    for i, obj in enumerate(scene.objects):
+        x, y = _object_xy(obj, i)
+        meshes.append(object_mesh(obj.shape, obj.size, x, y, object_rotation(obj)))
+    return meshes
+
+
+def visibility_report(index_map: np.ndarray, meshes: Sequence[Mesh], camera: Camera, min_pixels: int
+                      ) -> VisibilityReport:
+    """Visibility of every object from an index map (:func:`masks.instance_index_map`)."""
+    counts = np.bincount(index_map[index_map >= 0].ravel(), minlength=len(meshes))
+    pixels = tuple(int(c) for c in counts[:len(meshes)])
+    offending = []
+    footprints = []
+    for k, mesh in enumerate(meshes):
+        fp = _masks.footprint_pixels(mesh, camera)
+        footprints.append(fp)
+        if pixels[k] < min_pixels:
+            offending.append(OffendingObject(k, pixels[k], fp, "occluded" if fp >= min_pixels else "too_small"))
+    return VisibilityReport(int(min_pixels), pixels, tuple(footprints), tuple(offending))
+
+
+def check_visibility(scene: Scene, *, seed: int = 0, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT,
+                     camera: Camera | None = None, min_pixels: int | None = None) -> VisibilityReport:
+    """Whether every object of ``scene`` covers at least ``min_pixels`` pixels (no Blender needed).
+
+    The camera is ``camera`` or the one :func:`render_scene` would use for ``seed`` (so a generator can
+    check a layout before anything is rendered, and re-place the objects when ``report.ok`` is False).
+    Checking the complete scene suffices for its partial scene: removing an object only uncovers pixels.
+    """
+    camera = camera or scene_camera(seed, width=width, height=height)
+    minimum = default_min_pixels(camera.width, camera.height) if min_pixels is None else int(min_pixels)
+    meshes = scene_meshes(scene)
+    return visibility_report(_masks.instance_index_map(meshes, camera), meshes, camera, minimum)
+
+
+def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: dict[str, Any]) -> Scene:
+    """``scene`` with the ground truth of the module doc (positions, projections, masks, camera)."""
+    objects = []
+    for i, obj in enumerate(scene.objects):
+        x, y = _object_xy(obj, i)
+        z = object_scale(obj.shape, obj.size)
+        mask = index_map == i
+        bbox = _masks.mask_bbox(mask)
+        extra = dict(obj.extra)
+        extra.update({"rotation": object_rotation(obj), "mask": _masks.encode_rle(mask),
+                      "bbox": list(bbox) if bbox else None, "visible_pixels": int(mask.sum())})
+        objects.append(replace(obj, coords_3d=(x, y, z), pixel_coords=project((x, y, z), camera), extra=extra))
+    extra = dict(scene.extra)
+    extra["camera"] = camera.to_json()
+    extra["render"] = render_info
+    return replace(scene, objects=tuple(objects), extra=extra)
+
+
+def _import_bpy() -> None:
+    try:
+        import bpy  # noqa: F401
+    except ImportError as exc:
+        raise RenderError(f"rendering needs Blender's Python module ({exc}); install it with "
+                          "pip install 'clevr-poc[render]' (bpy==5.0.1 needs Python 3.11 and numpy<2)") from None
+
+
+# ---------------------------------------------------------------------- the renderer
+def render_scene(
+    scene: Scene,
+    out_png: str | os.PathLike[str],
+    *,
+    width: int = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+    samples: int = DEFAULT_SAMPLES,
+    engine: str = DEFAULT_ENGINE,
+    seed: int = 0,
+    denoise: bool = True,
+    camera_jitter: float = DEFAULT_CAMERA_JITTER,
+    light_jitter: float = DEFAULT_LIGHT_JITTER,
+    min_pixels: int | None = None,
+    relayout: Callable[[Scene, VisibilityReport, int], Scene] | None = None,
+    max_relayouts: int = DEFAULT_MAX_RELAYOUTS,
+    skip_invisible: bool = False,
+    index_pass: bool = False,
+    threads: int = 0,
+    quiet: bool = True,
+) -> RenderResult:
+    """Render ``scene`` to ``out_png`` (atomically: temp file + rename) and return it with ground truth.
+
+    Args:
+        scene: objects with ``3d_coords`` (x, y used; z is recomputed so that objects rest on the ground).
+        out_png: output path; parent folders are created.
+        width, height: image size in pixels (landscape or square).
+        samples: samples per pixel (Cycles path tracing / EEVEE anti-aliasing), >= 1.
+        engine: ``"cycles"`` (CPU path tracing) or ``"eevee"`` (rasteriser; needs OpenGL, very slow on a
+            software OpenGL, see docs/rendering.md).
+        seed: draws the camera jitter, the light jitter and Cycles' sampling pattern.
+        denoise: OpenImageDenoise on the Cycles image.
+        camera_jitter, light_jitter: uniform jitter per coordinate (world units); 0 disables.
+        min_pixels: visibility threshold (default :func:`default_min_pixels`).
+        relayout: called as ``relayout(scene, report, attempt)`` when an object is under ``min_pixels``;
+            returns a re-placed scene, checked again; at most ``max_relayouts`` calls (counted in
+            ``stats.relayouts``). Without it the image is rendered anyway and the report lists the objects.
+        skip_invisible: do not render when the (final) check fails (``image_path`` is None).
+        index_pass: also return Blender's object-index pass (Cycles only; for checks).
+        threads: CPU threads for Blender (0: all).
+        quiet: silence Blender's console output.
+
+    Raises:
+        FormatError: an object without ``3d_coords``, or a bad ``rotation``.
+        RenderError: bad settings, ``bpy`` not installed, or Blender failed.
+    """
+    from clevr_poc.rendering import blender as _blender
+
+    start = time.perf_counter()
+    if engine not in ENGINE_NAMES:
+        raise RenderError(f"unknown engine {engine!r}; expected one of {list(ENGINE_NAMES)}")
+    for name, value in (("width", width), ("height", height), ("samples", samples)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise RenderError(f"{name} must be a positive integer, got {value!r}")
+    if index_pass and engine != "cycles":
+        raise RenderError("the object-index pass is only available with engine='cycles'")
+    out_png = Path(out_png)
+    camera = scene_camera(seed, width=width, height=height, jitter=camera_jitter)
+    minimum = default_min_pixels(width, height) if min_pixels is None else int(min_pixels)
+
+    mask_start = time.perf_counter()
+    meshes = scene_meshes(scene)
+    index_map = _masks.instance_index_map(meshes, camera)
+    report = visibility_report(index_map, meshes, camera, minimum)
+    relayouts = 0
+    while not report.ok and relayout is not None and relayouts < max_relayouts:
+        relayouts += 1
+        scene = relayout(scene, report, relayouts)
+        meshes = scene_meshes(scene)
+        index_map = _masks.instance_index_map(meshes, camera)
+        report = visibility_report(index_map, meshes, camera, minimum)
+    mask_seconds = time.perf_counter() - mask_start
+
+    lights = _blender.light_positions(_rng(seed, 2), light_jitter)
+    info = {"engine": engine, "samples": samples, "denoise": bool(denoise and engine == "cycles"), "seed": seed,
+            "width": width, "height": height,
+            "lights": {k: [round(c, 6) for c in v] for k, v in lights.items()}}
+    annotated = annotate(scene, camera, index_map, info)
+    stats_kw = dict(engine=engine, samples=samples, width=width, height=height,
+                    denoise=info["denoise"], relayouts=relayouts)
+    if skip_invisible and not report.ok:
+        stats = RenderStats(time.perf_counter() - start, 0.0, mask_seconds, rendered=False, **stats_kw)
+        return RenderResult(annotated, stats, report, camera, None)
+
+    _import_bpy()
+    render_start = time.perf_counter()
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_png.with_name(f".{out_png.name}.{os.getpid()}.tmp")
+    objects = [_blender.BlenderObject(mesh, obj.color, obj.material, k + 1)
+               for k, (mesh, obj) in enumerate(zip(meshes, scene.objects))]
+    try:
+        with _blender.quiet_stdout(quiet):
+            _blender.reset()
+            _blender.configure(engine=engine, width=width, height=height, samples=samples,
+                               denoise=info["denoise"], seed=seed, threads=threads)
+            _blender.add_world()
+            _blender.add_ground()
+            _blender.add_lights(lights)
+            _blender.add_camera(camera)
+            _blender.add_objects(objects)
+            passes = _blender.render_png(tmp, index_pass=index_pass)
+        if not tmp.exists():
+            raise RenderError(f"Blender wrote no image for {out_png}")
+        os.replace(tmp, out_png)
+    except RuntimeError as exc:  # bpy operators raise RuntimeError
+        raise RenderError(f"Blender failed to render {out_png}: {exc}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    end = time.perf_counter()
+    stats = RenderStats(end - start, end - render_start, mask_seconds, **stats_kw)
+    return RenderResult(annotated, stats, report, camera, out_png, passes)
