@@ -39,6 +39,8 @@ def test_score_m3cot_predictions_official_and_robust(capsys, tmp_path):
 
 
 def test_score_scienceqa_outputs_with_explanations(capsys):
+    pytest.importorskip("nltk")
+    pytest.importorskip("rouge_score")
     assert main(["scienceqa", "--data", str(FIXTURES / "scienceqa"), "--predictions",
                  str(FIXTURES / "scienceqa_outputs.json"), "--explanations"]) == 0
     summary = _last_json(capsys.readouterr().out)

@@ -53,8 +53,10 @@ def _common(parser: argparse.ArgumentParser, *, default_seed: int) -> None:
     parser.add_argument("--predictions", type=Path, help="score this file of existing model outputs instead of "
                         "running a model")
     parser.add_argument("--output", type=Path, help="write (and resume) the model outputs here")
-    parser.add_argument("--split", default="test", help="data split to run (default test)")
-    parser.add_argument("--limit", type=_non_negative, help="only the first N items of the split")
+    parser.add_argument("--split", default="test", help="data split to run (default test); with --predictions, "
+                        "M3CoT --data records of other splits are ignored")
+    parser.add_argument("--limit", type=_non_negative, help="only the first N items (of the split, or of the "
+                        "predictions file)")
     parser.add_argument("--rule", choices=[m.value for m in ExtractionMode], default="official",
                         help="answer extraction: the official rule (default) or the robust one")
     parser.add_argument("--on-failure", choices=[p.value for p in FailurePolicy], default="wrong",
@@ -117,6 +119,8 @@ def run_scienceqa_command(args: argparse.Namespace) -> int:
     dataset = load_scienceqa(args.data, pid_splits=args.pid_splits, captions=args.captions)
     if args.predictions is not None:
         outputs = read_scienceqa_outputs(args.predictions)
+        if args.limit is not None:
+            outputs = dict(list(outputs.items())[: args.limit])
         name = args.name or args.predictions.stem
         rng = None  # random guesses from random.Random(seed)
     else:
