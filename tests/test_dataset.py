@@ -148,9 +148,10 @@ def test_killed_process_resumes_to_the_same_bytes(reference, tmp_path):
         if questions.is_dir() and any(questions.rglob("*.json")):
             break
         time.sleep(0.01)
-    if process.poll() is None:
-        os.kill(process.pid, signal.SIGKILL)
+    assert process.poll() is None, "the command finished before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
     process.wait()
+    assert 1 <= len(list(questions.rglob("*.json"))) < 6
     assert cli_main(["generate", "--out", str(out), "--environments", "2", "--scenes-per-environment", "3",
                      "--seed", "7", "--no-progress"]) == 0
     assert tree(out) == tree(reference)
@@ -210,6 +211,10 @@ def test_largest_remainder_and_share_parsing():
                          ("train=-1", ">= 0"), ("a=1,a=2", "given twice"), ("", "empty")):
         with pytest.raises(DatasetConfigError, match=message):
             parse_shares(bad)
+    config = DatasetConfig(1, 1, 0, splits=(("a", 2), ("b", 5), ("c", 9)), query_shares=(("shape", 1), ("size", 0)))
+    assert DatasetConfig.from_json(config.to_json()).same_as(config)
+    assert not DatasetConfig(1, 1, 1).same_as(DatasetConfig(1, 1, 0))
+    assert config.fallback_attributes == ("shape",)  # never falls back to a zero-share attribute
     with pytest.raises(DatasetConfigError, match="unknown query attribute"):
         DatasetConfig(1, 1, 0, query_shares=(("colour", 1.0),))
     with pytest.raises(DatasetConfigError, match="positive integer"):

@@ -62,6 +62,7 @@ def test_bad_settings_raise_executor_error(kwargs, message):
     assert issubclass(ExecutorError, ClevrPocError)
 
 
+@pytest.mark.slow  # starting Ray takes 10-30 s here; tests/test_dataset.py runs Ray in the default suite
 def test_ray_gives_the_same_results_and_errors():
     pytest.importorskip("ray")
     items = list(range(13))

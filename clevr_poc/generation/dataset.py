@@ -32,8 +32,8 @@ whatever the worker count or executor. Workers only compute; the calling process
 **Rejection without skew.** When no valid question exists for a scene (``1 <= |answer| < |domain|``
 fails for every instantiation, or the layout cannot place the objects), the example is retried with the
 next attempt's seed and the *same* query attribute, so rejection cannot skew the attribute shares.
-Only after ``max_attempts`` failed attempts does an example fall back to the other attributes (largest
-share first); ``stats.json`` counts such fallbacks.
+Only after ``max_attempts`` failed attempts does an example fall back to the other attributes with a
+positive share (largest share first); ``stats.json`` counts such fallbacks.
 
 **Resumable.** An example is done when its question file exists (written last, atomically, after both
 scene files). Kill the process at any moment and run the same call again: finished examples are
@@ -113,6 +113,20 @@ class DatasetConfig:
         object.__setattr__(self, "splits", _normalise_shares(self.splits, "splits", _check_split_name))
         object.__setattr__(self, "query_shares",
                            _normalise_shares(self.query_shares, "query_shares", _check_attribute))
+
+    def same_as(self, other: "DatasetConfig") -> bool:
+        """Equal settings (shares compared to 1e-9, so re-normalised shares still match)."""
+        def close(a, b) -> bool:
+            return [n for n, _ in a] == [n for n, _ in b] and all(abs(x - y) <= 1e-9 for (_, x), (_, y) in zip(a, b))
+
+        return (self.environments, self.scenes_per_environment, self.seed, self.max_attempts, self.format_version) == (
+            other.environments, other.scenes_per_environment, other.seed, other.max_attempts, other.format_version
+        ) and close(self.splits, other.splits) and close(self.query_shares, other.query_shares)
+
+    @property
+    def fallback_attributes(self) -> tuple[str, ...]:
+        """Attributes with a positive share, largest share first (the fallback order)."""
+        return tuple(a for a, share in sorted(self.query_shares, key=lambda p: -p[1]) if share > 0)
 
     @property
     def total(self) -> int:
@@ -446,10 +460,10 @@ def _open_folder(out_dir: Path, config: DatasetConfig) -> None:
     manifest = out_dir / MANIFEST
     if manifest.is_file():
         existing = DatasetConfig.from_json(read_json(manifest), source=manifest)
-        if existing != config:
+        if not existing.same_as(config):
             ours, theirs = config.to_json(), existing.to_json()
             diff = ", ".join(f"{k}: folder has {theirs[k]!r}, asked for {ours[k]!r}"
-                             for k in ours if ours[k] != theirs.get(k))
+                             for k in ours if ours[k] != theirs.get(k)) or "shares differ"
             raise DatasetConfigError(f"{out_dir} holds a dataset generated with other settings ({diff}); "
                                      f"use another folder or the same settings to resume")
         return
@@ -559,8 +573,7 @@ def generate_dataset(
         started = time.perf_counter()
         specs = plan_examples(config)
         done = _done(out_dir, specs)
-        fallback = tuple(a for a, _ in sorted(config.query_shares, key=lambda p: -p[1]))
-        tasks = [ExampleTask(s, envs[s.environment_id], config.seed, config.max_attempts, fallback)
+        tasks = [ExampleTask(s, envs[s.environment_id], config.seed, config.max_attempts, config.fallback_attributes)
                  for s in specs if (s.split, s.image_index) not in done]
         attempts = fallbacks = 0
         for result in map_ordered(generate_example, tasks, workers=workers, executor=executor,
