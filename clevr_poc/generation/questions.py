@@ -498,7 +498,8 @@ def _silent(code: clingo.MessageCode, message: str) -> None:  # grounder infos a
     return None
 
 
-def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: float = 10.0) -> frozenset[Candidate]:
+def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: float = 10.0,
+                      reasoner=None) -> frozenset[Candidate]:
     """Every (color, shape, size, material, region) the hidden object takes in some complete scene of
     ``environment`` that extends the visible objects of ``partial`` (``asp/hidden_candidates.lp``).
 
@@ -508,9 +509,21 @@ def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: f
     and every pair of regions admits left-or-right and front-or-behind, so the other pairs never rule a
     candidate out. Used as a cheap pre-filter of questions whose answer would be the whole domain.
 
+    With a compiled-mode ``reasoner`` the environment's once-grounded program answers it under
+    assumptions (:meth:`~clevr_poc.reasoning.compiled.EnvironmentSolver.hidden_candidates`, the full
+    official program, relations included); otherwise a program is grounded for this call.
+
     Raises:
         SolverTimeoutError: clingo took longer than ``time_limit`` seconds.
     """
+    if reasoner is not None and getattr(reasoner, "mode", None) == "compiled" \
+            and len(partial) == environment.num_objects - 1:
+        try:
+            found = reasoner.solver_for(environment).hidden_candidates(partial, time_limit)
+        except TimeoutError:
+            raise SolverTimeoutError(f"clingo did not finish within {time_limit:g} s (hidden object candidates)") from None
+        if found is not None:
+            return found
     hidden = len(partial)
     facts = [
         f"hasProperty({i},color,{o.color}). hasProperty({i},shape,{o.shape}). hasProperty({i},size,{o.size}). "
@@ -639,7 +652,8 @@ class QuestionGenerator:
         partial = complete_scene.without_object(hidden_index)
         hidden_object = complete_scene.objects[hidden_index]
         hidden_value = hidden_object.attribute(attribute)
-        candidates = hidden_candidates(environment, partial, time_limit=getattr(self.reasoner, "time_limit", 10.0))
+        candidates = hidden_candidates(environment, partial, time_limit=getattr(self.reasoner, "time_limit", 10.0),
+                                       reasoner=self.reasoner)
         truth = (hidden_object.color, hidden_object.shape, hidden_object.size, hidden_object.material,
                  hidden_object.region)
         if truth not in candidates:
