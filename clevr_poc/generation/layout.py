@@ -1,0 +1,207 @@
+"""3D layout of a complete scene graph: world coordinates, rotations and spatial relationships.
+
+Every object is placed on the ground plane inside its region's box (:data:`clevr_poc.domain.REGION_BOXES`,
+official ``properties.json``): the whole disc of radius r = :data:`clevr_poc.domain.SIZE_RADIUS` [size]
+(0.39 / 0.58 / 1.0 world units for small / medium / large) lies inside the box, the centre rests at
+height z = r, and the object gets a random rotation in degrees (CLEVR's ``rotation``, kept in
+``SceneObject.extra["rotation"]``). As in CLEVR's ``render_images.py``:
+
+- no overlaps: the centres of objects i and j are more than ``r_i + r_j + min_distance`` apart;
+- unambiguous directions: for every pair, ``|x_i - x_j| >= margin`` and ``|y_i - y_j| >= margin``
+  (CLEVR-POC's relations are world-axis relations, see :func:`clevr_poc.scene.compute_relationships`,
+  so its direction-margin check is a check of both coordinate differences).
+
+The relationships follow from the coordinates (``left[i]`` = objects with smaller x, ``front[i]`` =
+smaller y). Because every centre lies inside its own region's box, they always agree with the
+background's region adjacency (``right_R``/``front_R``, Appendix A lines 11-20): an object right of an
+object in region 1 (x >= 0.5) also has x > 0.5, so it is in region 1 or 3, and so on.
+
+Placement never hangs: each object gets at most ``max_attempts_per_object`` random positions, a failed
+object refills its region (bounded), a region that cannot be filled restarts the whole placement
+(bounded), and then :class:`PlacementError` is raised so that the caller can draw another scene graph.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from clevr_poc import domain
+from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.scene import Scene, compute_relationships
+
+#: Defaults of CLEVR's ``render_images.py`` (``--min_dist 0.25 --margin 0.4``).
+DEFAULT_MIN_DISTANCE = 0.25
+DEFAULT_MARGIN = 0.4
+
+
+class PlacementError(ClevrPocError):
+    """No layout found within the retry budget; draw another scene graph.
+
+    Attributes:
+        rejections: candidate positions rejected before giving up.
+        restarts: whole-placement restarts before giving up.
+    """
+
+    def __init__(self, message: str, *, rejections: int = 0, restarts: int = 0) -> None:
+        super().__init__(message)
+        self.rejections = rejections
+        self.restarts = restarts
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    """A placed scene and what it cost.
+
+    Attributes:
+        scene: the input scene with ``coords_3d`` = (x, y, z) in world units per object,
+            ``extra["rotation"]`` in degrees [0, 360), and ``relationships`` computed from x/y.
+        rejections: candidate positions rejected (all restarts included).
+        restarts: whole-placement restarts (0 when the first pass succeeded).
+        rejections_by_reason: ``{"overlap": k, "margin": m}``: the first rule a candidate broke, checked
+            against the placed objects in turn (overlap before margin for each).
+        region_restarts: refills of a single region.
+    """
+
+    scene: Scene
+    rejections: int
+    restarts: int
+    rejections_by_reason: Mapping[str, int] = field(default_factory=dict)
+    region_restarts: int = 0
+
+
+def place_objects(scene: Scene, rng: random.Random, *, min_distance: float = DEFAULT_MIN_DISTANCE,
+                  margin: float = DEFAULT_MARGIN, max_attempts_per_object: int = 30,
+                  max_region_restarts: int = 10, max_restarts: int = 10) -> LayoutResult:
+    """Place every object of a complete scene graph (see the module docstring for the rules).
+
+    Regions are filled one after the other (the one with the largest total radius first), the objects
+    of a region largest first, each at a uniformly random position in its box that fits with every
+    object placed so far. When an object finds no place in ``max_attempts_per_object`` tries, its
+    region is emptied and refilled (at most ``max_region_restarts`` times); when that fails too, the
+    whole placement restarts (at most ``max_restarts`` times).
+
+    Args:
+        scene: objects with color/shape/size/material/region (coordinates and relationships, if any,
+            are replaced).
+        rng: the only source of randomness (same state -> same layout).
+        min_distance: extra gap between two objects' discs, world units (CLEVR: 0.25).
+        margin: minimum |dx| and |dy| between any two centres, world units (CLEVR: 0.4).
+        max_attempts_per_object: random positions tried for one object before its region restarts.
+        max_region_restarts: refills of one region before the whole placement restarts.
+        max_restarts: restarts of the whole placement before giving up.
+
+    Returns:
+        :class:`LayoutResult`.
+
+    Raises:
+        FormatError: a negative distance/margin, a negative or zero budget, or a region not in 0..3.
+        PlacementError: no layout within the budget (raised at once when an object cannot fit in its
+            region's box at all). Worst case ``(max_restarts+1) * (max_region_restarts+1) * N *
+            max_attempts_per_object`` candidate checks (each O(N)): about 0.1 s with the defaults.
+    """
+    if not (min_distance >= 0 and margin >= 0):
+        raise FormatError("min_distance and margin must be >= 0", field="min_distance/margin",
+                          value=(min_distance, margin))
+    if max_attempts_per_object < 1 or max_region_restarts < 0 or max_restarts < 0:
+        raise FormatError("max_attempts_per_object must be >= 1, max_region_restarts and max_restarts >= 0",
+                          field="max_attempts_per_object/max_region_restarts/max_restarts",
+                          value=(max_attempts_per_object, max_region_restarts, max_restarts))
+    bounds = []
+    for index, obj in enumerate(scene.objects):
+        box = domain.REGION_BOXES.get(obj.region)
+        if box is None:
+            raise FormatError("region must be 0..3", field=f"objects[{index}].region", value=obj.region)
+        r = domain.SIZE_RADIUS[obj.size]
+        if box.x_max - box.x_min < 2 * r or box.y_max - box.y_min < 2 * r:
+            raise PlacementError(f"object {index} ({obj.size}, radius {r}) does not fit in region {obj.region}")
+        bounds.append((box.x_min + r, box.x_max - r, box.y_min + r, box.y_max - r, r))
+    # fill order: regions by total radius (largest first), objects by radius; stable, so the layout is
+    # a function of the rng state
+    groups: dict[int, list[int]] = {}
+    for i, obj in enumerate(scene.objects):
+        groups.setdefault(obj.region, []).append(i)
+    region_order = sorted(groups, key=lambda g: (-sum(bounds[i][4] for i in groups[g]), g))
+    fill = [sorted(groups[g], key=lambda i: -bounds[i][4]) for g in region_order]
+    rejected = {"overlap": 0, "margin": 0}
+    region_restarts = 0
+    placed_all = False
+    restart = 0
+    positions: dict[int, tuple[float, float]] = {}
+    for restart in range(max_restarts + 1):
+        positions = {}
+        for members in fill:
+            for attempt in range(max_region_restarts + 1):
+                if _fill_region(members, positions, bounds, rng, min_distance, margin, max_attempts_per_object,
+                                rejected):
+                    break
+                for i in members:
+                    positions.pop(i, None)
+                if attempt < max_region_restarts:
+                    region_restarts += 1
+            else:
+                break  # this region cannot be filled around the others: restart everything
+        else:
+            placed_all = True
+            break
+    if not placed_all:
+        total = sum(rejected.values())
+        raise PlacementError(
+            f"no layout for {len(scene.objects)} objects after {max_restarts} restarts ({total} rejected "
+            f"positions; regions {[o.region for o in scene.objects]}, sizes {[o.size for o in scene.objects]})",
+            rejections=total, restarts=max_restarts)
+    objects = []
+    for i, obj in enumerate(scene.objects):
+        x, y = positions[i]
+        extra = {k: v for k, v in obj.extra.items() if k != "rotation"}
+        extra["rotation"] = rng.uniform(0.0, 360.0)
+        objects.append(replace(obj, coords_3d=(x, y, bounds[i][4]), pixel_coords=None, extra=extra))
+    relationships = compute_relationships([positions[i] for i in range(len(objects))])
+    placed = Scene(tuple(objects), relationships, scene.split, scene.image_index, scene.image_filename,
+                   dict(scene.extra))
+    return LayoutResult(placed, sum(rejected.values()), restart, dict(rejected), region_restarts)
+
+
+def _fill_region(members: list[int], positions: dict[int, tuple[float, float]], bounds: list,
+                 rng: random.Random, min_distance: float, margin: float, attempts: int,
+                 rejected: dict[str, int]) -> bool:
+    """Place ``members`` one by one into ``positions``; False as soon as one finds no place."""
+    for i in members:
+        x_lo, x_hi, y_lo, y_hi, r = bounds[i]
+        for _ in range(attempts):
+            x, y = rng.uniform(x_lo, x_hi), rng.uniform(y_lo, y_hi)
+            reason = _conflict(x, y, r, positions, bounds, min_distance, margin)
+            if reason is None:
+                positions[i] = (x, y)
+                break
+            rejected[reason] += 1
+        else:
+            return False
+    return True
+
+
+def _conflict(x: float, y: float, r: float, positions: Mapping[int, tuple[float, float]], bounds: list,
+              min_distance: float, margin: float) -> str | None:
+    """"overlap", "margin" or None (the candidate fits with every placed object)."""
+    for j, (xj, yj) in positions.items():
+        dx, dy = x - xj, y - yj
+        if math.hypot(dx, dy) <= r + bounds[j][4] + min_distance:
+            return "overlap"
+        if abs(dx) < margin or abs(dy) < margin:
+            return "margin"
+    return None
+
+
+def relationships_consistent(scene: Scene) -> bool:
+    """Whether every relation of ``scene`` agrees with the background's region adjacency
+    (:data:`clevr_poc.domain.REGION_ADJACENCY`): for j in ``relationships[rel][i]``,
+    ``(region_i, region_j)`` is in the ``rel`` table."""
+    for rel, rows in scene.relationships.items():
+        table = domain.REGION_ADJACENCY[rel]
+        for i, row in enumerate(rows):
+            for j in row:
+                if (scene.objects[i].region, scene.objects[j].region) not in table:
+                    return False
+    return True

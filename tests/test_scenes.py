@@ -1,0 +1,220 @@
+"""Complete scene graphs: agreement with clingo, (near-)uniformity, determinism, partial scenes."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from clevr_poc import ClevrPocError, UnsatisfiableError
+from clevr_poc.environments import Constraint as C
+from clevr_poc.environments import Environment
+from clevr_poc.generation import scenes as gs
+from clevr_poc.generation.scenes import SceneSampler, choose_hidden, enumerate_scenes, make_partial, type_id
+from clevr_poc.scene import Scene, SceneObject, compute_relationships
+
+# Few object types (16 after the one-object constraints), so every complete scene can be enumerated.
+_SMALL_BASE = (
+    C("generic", {"p1": "material", "v1": "metal"}),
+    C("value_restriction", {"r": 0, "p1": "color", "v1": "red", "p2": "shape", "v2": "cube"}),
+    C("value_restriction", {"r": 1, "p1": "color", "v1": "blue", "p2": "size", "v2": "small"}),
+    C("value_restriction", {"r": 2, "p1": "shape", "v1": "sphere", "p2": "size", "v2": "large"}),
+    C("negation_same_property", {"r": 2, "p1": "color", "v1": "gray", "v2": "brown"}),
+    C("value_restriction", {"r": 3, "p1": "color", "v1": "green", "p2": "shape", "v2": "cone"}),
+)
+
+
+def small_environment() -> Environment:
+    """N=4; 1824 complete scenes (76 sets of 4 objects): an exactly-N, an at-most and an at-least
+    pair constraint on top of strong one-object constraints."""
+    return Environment(_SMALL_BASE + (
+        C("exactly_n", {"r": 2, "p1": "color", "v1": "red", "n": 1}),
+        C("at_most_pairs", {"r1": 0, "r2": 3, "p1": "size", "n": 1}),
+        C("at_least_pairs", {"r1": 0, "r2": 2, "p1": "size", "n": 1}),
+    ), 4, id=101)
+
+
+def counting_environment() -> Environment:
+    """N=7, every counting template (6-10), a same-region pair count (ordered pairs counted twice)."""
+    return Environment((
+        C("negation", {"r": 0, "p1": "shape", "v1": "cone"}),
+        C("or", {"r": 1, "p1": "material", "v1": "metal", "p2": "color", "v2": "red"}),
+        C("exactly_n", {"r": 0, "p1": "size", "v1": "small", "n": 1}),
+        C("exactly_n", {"r": 3, "p1": "material", "v1": "rubber", "n": 2}),
+        C("at_least_pairs", {"r1": 1, "r2": 2, "p1": "shape", "n": 1}),
+        C("at_least_pairs_with_value", {"r1": 2, "r2": 2, "p1": "color", "p2": "material", "v2": "metal",
+                                        "n": 2}),
+        C("at_most_pairs", {"r1": 0, "r2": 3, "p1": "color", "n": 2}),
+        C("at_most_pairs_with_value", {"r1": 1, "r2": 3, "p1": "shape", "p2": "size", "v2": "large", "n": 1}),
+        C("generic", {"p1": "color", "v1": "yellow"}),
+    ), 7, id=102)
+
+
+def _chi_square_p_value(observed: list[int], expected: float) -> float:
+    """Upper tail of the chi-square statistic against a uniform expectation (Wilson-Hilferty)."""
+    dof = len(observed) - 1
+    stat = sum((o - expected) ** 2 / expected for o in observed)
+    z = ((stat / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def _scene_key(types) -> tuple[int, ...]:
+    return tuple(sorted(int(t) for t in types))
+
+
+@pytest.fixture(scope="module")
+def small_solutions() -> Counter:
+    """Every complete scene of :func:`small_environment` (clingo enumeration), as sorted type tuples."""
+    return Counter(_scene_key(type_id(o) for o in s.objects) for s in enumerate_scenes(small_environment()))
+
+
+def test_small_environment_enumeration(small_solutions):
+    assert sum(small_solutions.values()) == 1824  # labelled answer sets
+    assert len(small_solutions) == 76  # sets of 4 distinct objects: 76 * 4! = 1824
+    assert set(small_solutions.values()) == {24}
+
+
+@pytest.mark.parametrize("method", ["rejection", "mcmc"])
+def test_samples_are_close_to_uniform(small_solutions, method):
+    sampler = SceneSampler(small_environment(), method=method, verify=False, pool_size=256, pool_chains=32)
+    assert sampler.method == method
+    rng = random.Random(7)
+    draws = 3800  # 50 per scene on average
+    counts = Counter(_scene_key(sampler.sample_types(rng)) for _ in range(draws))
+    assert set(counts) <= set(small_solutions)  # only answer sets
+    assert len(counts) == len(small_solutions)  # every one of the 76 is reached
+    observed = [counts[key] for key in small_solutions]
+    total_variation = 0.5 * sum(abs(o / draws - 1 / len(small_solutions)) for o in observed)
+    # sampling noise alone gives TV about 0.057 here (3800 exact uniform draws); the first 200 models
+    # of one clingo enumeration give 0.5 (next test)
+    assert total_variation < 0.1, total_variation
+    assert _chi_square_p_value(observed, draws / len(small_solutions)) > 1e-4
+
+
+def test_first_models_of_one_enumeration_are_not_uniform(small_solutions):
+    # the official approach keeps the first models of one enumeration: a baseline, not our method
+    first = Counter(_scene_key(type_id(o) for o in s.objects) for s in enumerate_scenes(small_environment(), 200))
+    assert sum(first.values()) == 200
+    total_variation = 0.5 * sum(abs(first[key] / 200 - 1 / len(small_solutions)) for key in small_solutions)
+    assert total_variation > 0.3
+
+
+def test_object_ids_are_exchangeable():
+    sampler = SceneSampler(small_environment(), verify=False)
+    rng = random.Random(3)
+    regions = Counter((i, o.region) for _ in range(1500) for i, o in enumerate(sampler.sample(rng).objects))
+    # object 0 and object 3 are in region 2 (exactly one red sphere there, often more) equally often
+    assert abs(regions[(0, 2)] - regions[(3, 2)]) < 120
+
+
+@pytest.mark.parametrize("make_env", [small_environment, counting_environment])
+def test_python_check_agrees_with_clingo(make_env):
+    env = make_env()
+    sampler = SceneSampler(env, verify=False, calibration_proposals=20_000)
+    gen = np.random.default_rng(0)
+    proposals = sampler.proposal.draw(gen, 1000)
+    # near misses too: sampled scenes with one object replaced by a random allowed type
+    scenes = np.array([sampler.sample_types(random.Random(k)) for k in range(60)])
+    mutated = scenes.copy()
+    mutated[np.arange(60), gen.integers(0, env.num_objects, 60)] = sampler.allowed[gen.integers(0, len(sampler.allowed), 60)]
+    X = np.concatenate((proposals, scenes, mutated))
+    python = sampler.check.feasible(X)
+    clingo_says = np.array([sampler._program.is_scene(row) for row in X])
+    assert (python == clingo_says).all()
+    assert python[:1000].sum() >= 3 and (~python).sum() > 50  # both answers occur
+    assert python[1000:1060].all()
+
+
+def test_counting_environment_samples_satisfy_all_templates():
+    env = counting_environment()
+    sampler = SceneSampler(env)  # verify=True: every scene is checked by clingo
+    rng = random.Random(11)
+    scenes = [sampler.sample(rng) for _ in range(40)]
+    assert sampler.stats.verified == 40
+    for scene in scenes:
+        assert len(scene) == 7
+        in_region0 = [o for o in scene.objects if o.region == 0]
+        assert sum(o.size == "small" for o in in_region0) == 1
+        assert sum(o.material == "rubber" for o in scene.objects if o.region == 3) == 2
+        assert all(o.color != "yellow" for o in scene.objects)
+        assert len({(o.color, o.shape, o.size, o.material) for o in scene.objects}) == 7
+        assert max(Counter(o.region for o in scene.objects).values()) <= 3
+    assert len({_scene_key(type_id(o) for o in s.objects) for s in scenes}) == 40  # diverse
+
+
+@pytest.mark.parametrize("method", ["rejection", "mcmc"])
+def test_same_rng_state_same_scene(method):
+    env = counting_environment()
+    a = SceneSampler(env, method=method, pool_size=64, pool_chains=8)
+    b = SceneSampler(env, method=method, pool_size=64, pool_chains=8)
+    rng_a, rng_b = random.Random(5), random.Random(5)
+    a.sample(random.Random(99))  # history of the sampler does not matter
+    first = [a.sample(rng_a) for _ in range(5)]
+    second = [b.sample(rng_b) for _ in range(5)]
+    assert first == second
+    assert len({s.objects for s in first}) == 5
+    assert a.sample(random.Random(1)) != a.sample(random.Random(2))
+
+
+def test_mcmc_fallback_when_rejection_budget_runs_out():
+    sampler = SceneSampler(counting_environment(), method="rejection", max_proposals=1, pool_size=32, pool_chains=8)
+    rng = random.Random(0)
+    scenes = [sampler.sample(rng) for _ in range(20)]
+    assert sampler.stats.mcmc_samples > 0
+    assert all(sampler.is_scene(s) for s in scenes)
+
+
+def test_auto_method_uses_rejection_when_cheap_and_mcmc_when_not():
+    assert SceneSampler(small_environment()).method == "rejection"
+    hard = SceneSampler(counting_environment(), max_expected_proposals=1)
+    assert hard.method == "mcmc"
+    assert 0 < hard.acceptance_rate < 1
+
+
+def test_unsatisfiable_environment_raises():
+    env = Environment((C("exactly_n", {"r": 0, "p1": "color", "v1": "red", "n": 3}),
+                       C("value_restriction", {"r": 0, "p1": "color", "v1": "blue"})), 5)
+    with pytest.raises(UnsatisfiableError):
+        SceneSampler(env)
+    with pytest.raises(UnsatisfiableError):
+        SceneSampler(Environment((), 13))  # 4 regions hold at most 12 objects
+
+
+def test_verification_catches_a_wrong_python_check(monkeypatch):
+    sampler = SceneSampler(counting_environment(), method="rejection")
+    monkeypatch.setattr(sampler.check, "feasible", lambda X: np.ones(len(X), dtype=bool))
+    with pytest.raises(ClevrPocError, match="violates environment 102"):
+        for seed in range(20):
+            sampler.sample(random.Random(seed))
+
+
+def test_bad_arguments():
+    with pytest.raises(ClevrPocError):
+        SceneSampler(small_environment(), method="magic")
+    with pytest.raises(ClevrPocError):
+        SceneSampler(small_environment(), pool_size=0)
+
+
+def test_type_ids_round_trip():
+    obj = SceneObject("cyan", "cone", "medium", "metal", 3)
+    assert gs.type_object(type_id(obj)) == obj
+    assert sorted({type_id(gs.type_object(t)) for t in range(gs.NUM_TYPES)}) == list(range(768))
+
+
+def test_make_partial_and_choose_hidden():
+    objects = (SceneObject("red", "cube", "large", "metal", 0, (-3.0, 3.0, 1.0)),
+               SceneObject("blue", "sphere", "small", "rubber", 1, (3.0, 1.0, 0.39)),
+               SceneObject("green", "cone", "medium", "rubber", 3, (2.0, -3.0, 0.58)))
+    complete = Scene(objects, compute_relationships([o.coords_3d[:2] for o in objects]))
+    partial, hidden = make_partial(complete, 1)
+    assert hidden == objects[1]
+    assert partial.objects == (objects[0], objects[2])
+    assert partial.relationships["right"] == ((1,), ())  # green (was 2) is right of red
+    assert partial.relationships["behind"] == ((), (0,))
+    with pytest.raises(IndexError):
+        make_partial(complete, 3)
+    picks = Counter(choose_hidden(complete, random.Random(s)) for s in range(600))
+    assert set(picks) == {0, 1, 2} and min(picks.values()) > 150
