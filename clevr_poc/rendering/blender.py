@@ -88,7 +88,7 @@ def reset() -> None:
 
 
 def configure(*, engine: str, width: int, height: int, samples: int, denoise: bool, seed: int,
-              threads: int = 0) -> None:
+              adaptive: bool = True, threads: int = 0) -> None:
     """Render settings of the current scene. ``threads=0``: all CPUs. Raises ValueError for an unknown engine."""
     import bpy
 
@@ -112,7 +112,7 @@ def configure(*, engine: str, width: int, height: int, samples: int, denoise: bo
         cycles = scene.cycles
         cycles.device = "CPU"
         cycles.samples = samples
-        cycles.use_adaptive_sampling = True
+        cycles.use_adaptive_sampling = adaptive
         cycles.adaptive_threshold = 0.02
         cycles.seed = seed
         cycles.max_bounces = 4

@@ -1,0 +1,225 @@
+"""Rendering speed (and quality): seconds per image with the defaults vs the official CLEVR-POC settings.
+
+    python benchmarks/render.py                       # defaults on 6 scenes + official settings on 2
+    python benchmarks/render.py --quality             # + PSNR vs a 512-sample reference per sample count
+    python benchmarks/render.py --eevee               # + EEVEE (software OpenGL when there is no GPU)
+    python benchmarks/render.py --figures docs/images # + the pictures of docs/rendering.md
+
+Needs ``bpy`` (``pip install 'clevr-poc[render]'``). Scenes: 5-9 objects with random attributes placed
+uniformly in their regions (no overlap, every object visible), fixed seeds. Times are wall clock of
+``render_scene`` (Blender scene build + render + PNG + masks), the first render of the process excluded
+as a warm-up (Cycles loads its kernels then; printed separately). Official settings (CLEVR-POC release,
+CLEVR's ``render_images.py``): 320 x 320, 512 samples, Cycles, no denoiser, no adaptive sampling
+(Blender 2.78 had neither).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from clevr_poc import domain
+from clevr_poc.rendering import check_visibility, render_scene
+from clevr_poc.rendering.render import DEFAULT_HEIGHT, DEFAULT_SAMPLES, DEFAULT_WIDTH
+from clevr_poc.scene import Scene, SceneObject, compute_relationships
+
+OFFICIAL = {"width": 320, "height": 320, "samples": 512, "denoise": False, "adaptive": False}
+
+
+def random_scene(seed: int, n: int | None = None) -> Scene:
+    """A scene of 5-9 random objects, each inside its region, no two closer than their radii + 0.3."""
+    rng = random.Random(seed)
+    n = n or rng.randint(5, 9)
+    while True:
+        objects: list[SceneObject] = []
+        placed: list[tuple[float, float, float]] = []
+        for _ in range(n):
+            size = rng.choice(domain.SIZES)
+            r = domain.SIZE_RADIUS[size]
+            for _ in range(100):
+                region = rng.choice(domain.REGIONS)
+                box = domain.REGION_BOXES[region]
+                x, y = rng.uniform(box.x_min + r, box.x_max - r), rng.uniform(box.y_min + r, box.y_max - r)
+                if all(math.hypot(x - a, y - b) > r + c + 0.3 for a, b, c in placed):
+                    break
+            else:
+                break
+            placed.append((x, y, r))
+            objects.append(SceneObject(rng.choice(domain.COLORS), rng.choice(domain.SHAPES), size,
+                                       rng.choice(domain.MATERIALS), region, (x, y, 0.0),
+                                       extra={"rotation": rng.uniform(0, 360)}))
+        if len(objects) < n:
+            continue
+        scene = Scene(tuple(objects), compute_relationships([(o.coords_3d[0], o.coords_3d[1]) for o in objects]),
+                      image_filename=f"bench_{seed}.png")
+        if check_visibility(scene, seed=seed).ok:
+            return scene
+
+
+def time_renders(scenes, out: Path, tag: str, **settings) -> tuple[list[float], list[float]]:
+    """Wall-clock and CPU seconds (all threads of this process) per image."""
+    times, cpu = [], []
+    for k, scene in enumerate(scenes):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        render_scene(scene, out / f"{tag}_{k}.png", seed=k, **settings)
+        times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+        print(f"  {tag} scene {k}: {times[-1]:.2f} s wall, {cpu[-1]:.2f} s CPU", flush=True)
+    return times, cpu
+
+
+def psnr(a_path: Path, b_path: Path) -> float:
+    from PIL import Image
+
+    a = np.asarray(Image.open(a_path).convert("RGB"), dtype=float)
+    b = np.asarray(Image.open(b_path).convert("RGB"), dtype=float)
+    mse = float(((a - b) ** 2).mean())
+    return float("inf") if mse == 0 else 10 * math.log10(255 ** 2 / mse)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=6, help="scenes rendered with the defaults")
+    parser.add_argument("--official-images", type=int, default=2, help="scenes rendered with official settings")
+    parser.add_argument("--quality", action="store_true", help="PSNR vs a 512-sample reference per sample count")
+    parser.add_argument("--eevee", action="store_true", help="also time EEVEE")
+    parser.add_argument("--figures", type=Path, default=None, help="write the docs pictures to this folder")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the renders in this folder")
+    args = parser.parse_args(argv)
+    try:
+        import bpy  # noqa: F401
+    except ImportError:
+        print("benchmarks/render.py needs bpy: pip install 'clevr-poc[render]'", file=sys.stderr)
+        return 1
+    out = args.keep or Path(tempfile.mkdtemp(prefix="clevr_poc_render_bench_"))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"CPUs: {len(os.sched_getaffinity(0))}; renders in {out}")
+    if args.images < 1 or args.official_images < 0:
+        parser.error("--images must be >= 1 and --official-images >= 0")
+    scenes = [random_scene(100 + k) for k in range(max(args.images, args.official_images, 2))]
+
+    start = time.perf_counter()
+    render_scene(scenes[0], out / "warmup.png", seed=0)
+    print(f"warm-up render (kernel loading): {time.perf_counter() - start:.2f} s")
+
+    print(f"defaults: {DEFAULT_WIDTH}x{DEFAULT_HEIGHT}, {DEFAULT_SAMPLES} samples, Cycles + OpenImageDenoise")
+    default_times, default_cpu = time_renders(scenes[:args.images], out, "default")
+    default_mean = statistics.mean(default_times)
+    print(f"\nseconds per image, defaults: {default_mean:.2f} wall (min {min(default_times):.2f}, "
+          f"max {max(default_times):.2f}, {len(default_times)} images), {statistics.mean(default_cpu):.2f} CPU")
+    if args.official_images:
+        print("official: 320x320, 512 samples, Cycles, no denoiser, no adaptive sampling")
+        official_times, official_cpu = time_renders(scenes[:args.official_images], out, "official", **OFFICIAL)
+        official_mean = statistics.mean(official_times)
+        print(f"seconds per image, official settings: {official_mean:.2f} wall ({len(official_times)} images), "
+              f"{statistics.mean(official_cpu):.2f} CPU")
+        print(f"ratio official / defaults: {official_mean / default_mean:.1f}x wall, "
+              f"{statistics.mean(official_cpu) / statistics.mean(default_cpu):.1f}x CPU")
+        print("(CPU seconds are less sensitive than wall clock to other processes sharing the machine)")
+
+    if args.quality:
+        print("\nquality at 320x240 vs a 512-sample render (no denoiser, no adaptive sampling; PSNR in dB; "
+              "same scene and seed; adaptive sampling on below):")
+        scene = scenes[0]
+        reference = out / "quality_reference.png"
+        start = time.perf_counter()
+        render_scene(scene, reference, seed=0, samples=512, denoise=False, adaptive=False)
+        print(f"  reference (512 samples): {time.perf_counter() - start:.1f} s")
+        for samples, denoise in ((4, True), (8, True), (16, True), (32, True), (64, False), (128, False)):
+            path = out / f"quality_{samples}_{'oidn' if denoise else 'raw'}.png"
+            start, start_cpu = time.perf_counter(), time.process_time()
+            render_scene(scene, path, seed=0, samples=samples, denoise=denoise)
+            seconds, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            print(f"  {samples:4d} samples{' + OIDN' if denoise else '       '}: {seconds:6.2f} s wall, "
+                  f"{cpu:6.2f} s CPU, PSNR {psnr(path, reference):.1f} dB")
+
+    if args.eevee:
+        print("\nEEVEE (same scenes, 16 anti-aliasing samples):")
+        eevee_times, eevee_cpu = time_renders(scenes[:2], out, "eevee", engine="eevee", samples=16)
+        print(f"  seconds per image, EEVEE: {statistics.mean(eevee_times):.1f} wall, {statistics.mean(eevee_cpu):.1f} "
+              f"CPU (the first includes shader compilation)")
+
+    if args.figures:
+        make_figures(scenes, out, args.figures, eevee=args.eevee)
+    return 0
+
+
+def palette_scene() -> Scene:
+    """Every colour in both materials as small objects (two front rows: rubber, then metal) and a back row
+    of medium objects; to check by eye that colours and materials stay distinguishable."""
+    shapes = ("sphere", "cube", "cylinder", "cone")
+    objects = []
+    for i, color in enumerate(domain.COLORS):
+        for j, material in enumerate(domain.MATERIALS):
+            objects.append(SceneObject(color, shapes[i % 4], "small", material, 0,
+                                       (-4.2 + 1.2 * i, -3.2 + 1.6 * j + 0.2 * i, 0.0), extra={"rotation": 20.0}))
+    for i, color in enumerate(domain.COLORS):
+        objects.append(SceneObject(color, shapes[(i + 1) % 4], "medium", domain.MATERIALS[i % 2], 0,
+                                   (-4.2 + 1.2 * i, 2.3 + 0.2 * i, 0.0), extra={"rotation": 35.0}))
+    return Scene(tuple(objects))
+
+
+def make_figures(scenes, out: Path, folder: Path, *, eevee: bool) -> None:
+    """docs pictures: example renders (complete/partial pairs) and the engine comparison."""
+    from PIL import Image, ImageDraw
+
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def labelled(path: Path, label: str) -> Image.Image:
+        image = Image.open(path).convert("RGB")
+        ImageDraw.Draw(image).text((4, 4), label, fill=(0, 0, 0))
+        return image
+
+    def row(images: list[Image.Image]) -> Image.Image:
+        canvas = Image.new("RGB", (sum(i.width for i in images) + 4 * (len(images) - 1), max(i.height for i in images)),
+                           (255, 255, 255))
+        x = 0
+        for image in images:
+            canvas.paste(image, (x, 0))
+            x += image.width + 4
+        return canvas
+
+    # complete vs partial (the hidden object is absent; same camera and lights)
+    pairs = []
+    for k in (0, 1):
+        scene = scenes[k]
+        hidden = len(scene.objects) - 1
+        complete, partial = out / f"fig_complete_{k}.png", out / f"fig_partial_{k}.png"
+        render_scene(scene, complete, seed=k)
+        render_scene(scene.without_object(hidden), partial, seed=k)
+        pairs += [labelled(complete, "complete"), labelled(partial, f"partial (object {hidden} hidden)")]
+    row(pairs[:2]).save(folder / "rendering_complete_partial_0.png")
+    row(pairs[2:]).save(folder / "rendering_complete_partial_1.png")
+    # several default renders
+    row([Image.open(out / f"default_{k}.png") for k in range(min(3, len(scenes))) if (out / f"default_{k}.png").exists()]).save(
+        folder / "rendering_examples.png")
+    # palette: colours x materials, small and medium, shown at 2x
+    render_scene(palette_scene(), out / "fig_palette.png", seed=0, camera_jitter=0, light_jitter=0)
+    palette = Image.open(out / "fig_palette.png").convert("RGB")
+    palette = palette.resize((2 * palette.width, 2 * palette.height), Image.LANCZOS)
+    ImageDraw.Draw(palette).text((6, 6), "small objects (front rows: rubber, then metal), medium ones behind; "
+                                 "320x240 shown at 2x", fill=(0, 0, 0))
+    palette.save(folder / "rendering_palette.png")
+    # engines / sample counts side by side
+    panels = [labelled(out / "default_0.png", f"Cycles {DEFAULT_SAMPLES} spp + OIDN")]
+    if (out / "quality_reference.png").exists():
+        panels.append(labelled(out / "quality_reference.png", "Cycles 512 spp (official)"))
+    if (out / "quality_8_oidn.png").exists():
+        panels.insert(1, labelled(out / "quality_8_oidn.png", "Cycles 8 spp + OIDN"))
+    if eevee:
+        panels.append(labelled(out / "eevee_0.png", "EEVEE 16 samples"))
+    row(panels).save(folder / "rendering_engines.png")
+    print(f"figures written to {folder}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
