@@ -150,6 +150,26 @@ def test_check_visibility_reports_occluded_and_out_of_view_objects():
     assert check_visibility(Scene(partial.objects[:2]), camera=camera).ok  # without cube and cone
 
 
+def test_relayout_is_bounded_and_counted(tmp_path):
+    from clevr_poc.rendering import render_scene
+
+    occluded = Scene((
+        _obj("red", "sphere", "large", "rubber", 0, -3.0, 3.0),
+        _obj("blue", "cube", "small", "metal", 0, -4.5, 4.5),
+    ))
+    calls = []
+
+    def still_hidden(scene, report, attempt):  # a caller that cannot find a better layout
+        calls.append((attempt, [o.index for o in report.offending]))
+        return scene
+
+    result = render_scene(occluded, tmp_path / "x.png", camera_jitter=0.0, relayout=still_hidden, max_relayouts=3,
+                          skip_invisible=True)
+    assert calls == [(1, [1]), (2, [1]), (3, [1])]
+    assert result.stats.relayouts == 3 and not result.stats.rendered and result.image_path is None
+    assert not (tmp_path / "x.png").exists()
+
+
 def test_objects_without_positions_are_a_format_error():
     scene = Scene((SceneObject("red", "cube", "small", "rubber", 0),))
     with pytest.raises(FormatError, match=r"objects\[0\]\.3d_coords"):
@@ -251,6 +271,26 @@ def test_partial_image_lacks_only_the_hidden_object(renders):
     assert [o.extra["mask"] for o in partial.scene.objects] == [o.extra["mask"] for o in complete.scene.objects[1:]]
 
 
+def test_relayout_that_fixes_the_scene_is_rendered(bpy, tmp_path):
+    from clevr_poc.rendering import render_scene
+
+    occluded = Scene((
+        _obj("red", "sphere", "large", "rubber", 0, -3.0, 3.0),
+        _obj("blue", "cube", "small", "metal", 0, -4.5, 4.5),
+    ))
+
+    def move_it(scene, report, attempt):  # moves the hidden cube out from behind the sphere
+        cube = scene.objects[1]
+        return Scene((scene.objects[0], SceneObject(cube.color, cube.shape, cube.size, cube.material, 0,
+                                                    (-1.0, 4.5, 0.0))))
+
+    result = render_scene(occluded, tmp_path / "y.png", width=64, height=48, samples=1, camera_jitter=0.0,
+                          relayout=move_it, min_pixels=3)
+    assert result.stats.relayouts == 1 and result.visibility.ok and result.stats.rendered
+    assert result.scene.objects[1].coords_3d == (-1.0, 4.5, pytest.approx(0.39 / math.sqrt(2)))
+    assert result.image_path.exists()
+
+
 def test_render_command_renders_and_resumes(bpy, tmp_path, capsys):
     scenes = tmp_path / "incomplete" / "scenes" / "train"
     scenes.mkdir(parents=True)
@@ -268,6 +308,24 @@ def test_render_command_renders_and_resumes(bpy, tmp_path, capsys):
     assert main(argv) == 0  # resumes: nothing left to do
     report = json.loads(capsys.readouterr().out)
     assert (report["rendered"], report["skipped"]) == (0, 1)
+
+
+def test_render_command_with_two_workers(bpy, tmp_path, capsys):
+    # workers are spawned by a process that has imported bpy (this one): they must still import it
+    for kind in ("incomplete", "complete"):
+        scenes = tmp_path / kind / "scenes" / "val"
+        scenes.mkdir(parents=True)
+        full = Scene(SCENE.objects, split="val", image_index=0, image_filename="CLEVR_val_000000.png")
+        (full if kind == "complete" else full.without_object(4)).to_file(scenes / "CLEVR_000000.json")
+    argv = ["render", "--dataset", str(tmp_path), "--samples", "1", "--width", "48", "--height", "36",
+            "--workers", "2", "--complete", "--no-progress", "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["images"], report["rendered"]) == (2, 2)
+    complete = json.loads((tmp_path / "complete" / "scenes" / "val" / "CLEVR_000000.json").read_text())
+    partial = json.loads((tmp_path / "incomplete" / "scenes" / "val" / "CLEVR_000000.json").read_text())
+    assert complete["camera"] == partial["camera"]  # same seed for both images of an example
+    assert (tmp_path / "complete" / "images" / "val" / "CLEVR_val_000000.png").exists()
 
 
 def test_render_command_errors_are_one_line(tmp_path, capsys):

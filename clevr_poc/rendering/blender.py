@@ -114,7 +114,7 @@ def configure(*, engine: str, width: int, height: int, samples: int, denoise: bo
         cycles.samples = samples
         cycles.use_adaptive_sampling = adaptive
         cycles.adaptive_threshold = 0.02
-        cycles.seed = seed
+        cycles.seed = seed % 2 ** 31  # Blender's int property
         cycles.max_bounces = 4
         cycles.diffuse_bounces = 2
         cycles.glossy_bounces = 4

@@ -34,6 +34,7 @@ from clevr_poc.rendering.render import (
     DEFAULT_SAMPLES,
     DEFAULT_WIDTH,
     RenderError,
+    bpy_available,
     render_scene,
 )
 from clevr_poc.scene import Scene
@@ -174,12 +175,11 @@ def render_dataset(
                 "threads": threads}
     tasks, done = plan_tasks(dataset, splits=splits, complete=complete, seed=seed, overwrite=overwrite, limit=limit,
                              settings=settings)
-    if tasks:
-        try:
-            import bpy  # noqa: F401  (fail before starting workers)
-        except ImportError as exc:
-            raise RenderError(f"rendering needs Blender's Python module ({exc}); "
-                              "pip install 'clevr-poc[render]' (bpy==5.0.1, Python 3.11)") from None
+    # fail before starting workers; not by importing bpy here: spawned workers would inherit the
+    # sys.path entries that Blender adds (see render._import_bpy)
+    if tasks and not bpy_available():
+        raise RenderError("rendering needs Blender's Python module (bpy); "
+                          "pip install 'clevr-poc[render]' (bpy==5.0.1, Python 3.11)")
     start = time.perf_counter()
     results: list[RenderTaskResult] = list(map_ordered(
         render_task, tasks, workers=workers, executor=executor, ray_address=ray_address,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -241,11 +242,39 @@ def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: d
 
 
 def _import_bpy() -> None:
+    """Import ``bpy`` or raise :class:`RenderError`.
+
+    A process started by one that had imported ``bpy`` (``multiprocessing`` spawn, Ray) inherits its
+    ``sys.path``, where Blender put its own ``scripts/modules`` first; that folder holds Blender's inner
+    ``bpy`` package, which needs the ``_bpy`` built-in of a Blender executable. Such entries are dropped
+    before a second try (``import bpy`` adds them back).
+    """
     try:
         import bpy  # noqa: F401
+        return
     except ImportError as exc:
-        raise RenderError(f"rendering needs Blender's Python module ({exc}); install it with "
-                          "pip install 'clevr-poc[render]' (bpy==5.0.1 needs Python 3.11 and numpy<2)") from None
+        if exc.name != "_bpy":
+            raise RenderError(f"rendering needs Blender's Python module ({exc}); install it with "
+                              "pip install 'clevr-poc[render]' (bpy==5.0.1 needs Python 3.11 and numpy<2)") from None
+    for name in [m for m in sys.modules if m == "bpy" or m.startswith("bpy.")]:
+        del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not _is_blender_scripts_path(p)]
+    try:
+        import bpy  # noqa: F401,F811
+    except ImportError as exc:
+        raise RenderError(f"cannot import Blender's Python module ({exc})") from None
+
+
+def _is_blender_scripts_path(path: str) -> bool:
+    parts = Path(path).parts
+    return "scripts" in parts and any(p == "bpy" or p.lower().startswith("blender") for p in parts)
+
+
+def bpy_available() -> bool:
+    """Whether ``bpy`` can be imported (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("bpy") is not None
 
 
 # ---------------------------------------------------------------------- the renderer
@@ -305,6 +334,8 @@ def render_scene(
     for name, value in (("width", width), ("height", height), ("samples", samples)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise RenderError(f"{name} must be a positive integer, got {value!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise RenderError(f"seed must be an integer, got {seed!r}")
     if index_pass and engine != "cycles":
         raise RenderError("the object-index pass is only available with engine='cycles'")
     out_png = Path(out_png)
@@ -356,8 +387,10 @@ def render_scene(
         if not tmp.exists():
             raise RenderError(f"Blender wrote no image for {out_png}")
         os.replace(tmp, out_png)
-    except RuntimeError as exc:  # bpy operators raise RuntimeError
-        raise RenderError(f"Blender failed to render {out_png}: {exc}") from None
+    except ClevrPocError:
+        raise
+    except (RuntimeError, ValueError, TypeError, AttributeError, KeyError) as exc:  # from bpy
+        raise RenderError(f"Blender failed to render {out_png}: {exc.__class__.__name__}: {exc}") from None
     finally:
         if tmp.exists():
             tmp.unlink()
