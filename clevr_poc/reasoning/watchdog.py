@@ -38,8 +38,11 @@ class _Watchdog:
             for key, (control, deadline, fired) in list(self._armed.items()):
                 if deadline <= now and not fired[0]:
                     fired[0] = True
-                    control.interrupt()
                     self._armed.pop(key, None)
+                    try:
+                        control.interrupt()
+                    except Exception:  # the solve ended meanwhile; keep watching the others
+                        pass
 
     def _ensure_thread(self) -> None:
         with self._start_lock:
@@ -51,7 +54,7 @@ class _Watchdog:
     def limit(self, control: clingo.Control, seconds: float) -> Iterator[list[bool]]:
         """Interrupt ``control`` if the block runs longer than ``seconds`` (checked every
         :data:`POLL_SECONDS`); yields ``[fired]``."""
-        if self._thread is None:
+        if self._thread is None or not self._thread.is_alive():
             self._ensure_thread()
         fired = [False]
         key = next(self._next)
