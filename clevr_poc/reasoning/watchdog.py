@@ -36,9 +36,10 @@ class _Watchdog:
                 continue
             now = time.monotonic()
             for key, (control, deadline, fired) in list(self._armed.items()):
-                if deadline <= now and not fired[0]:
+                # keep interrupting until the call disarms: an interrupt that arrives before the
+                # search has started is ignored by clingo
+                if deadline <= now:
                     fired[0] = True
-                    self._armed.pop(key, None)
                     try:
                         control.interrupt()
                     except Exception:  # the solve ended meanwhile; keep watching the others
