@@ -83,7 +83,7 @@ def test_samples_are_close_to_uniform(small_solutions, method):
     assert sampler.method == method
     rng = random.Random(7)
     draws = 3800  # 50 per scene on average
-    counts = Counter(_scene_key(sampler.sample_types(rng)) for _ in range(draws))
+    counts = Counter(_scene_key(row) for row in sampler.sample_types_many(rng, draws))
     assert set(counts) <= set(small_solutions)  # only answer sets
     assert len(counts) == len(small_solutions)  # every one of the 76 is reached
     observed = [counts[key] for key in small_solutions]
@@ -124,6 +124,8 @@ def test_python_check_agrees_with_clingo(make_env):
     python = sampler.check.feasible(X)
     clingo_says = np.array([sampler._program.is_scene(row) for row in X])
     assert (python == clingo_says).all()
+    # small batches take another code path (all constraints at once)
+    assert (np.concatenate([sampler.check.feasible(X[k:k + 10]) for k in range(0, len(X), 10)]) == python).all()
     assert python[:1000].sum() >= 3 and (~python).sum() > 50  # both answers occur
     assert python[1000:1060].all()
 
@@ -157,6 +159,14 @@ def test_same_rng_state_same_scene(method):
     assert first == second
     assert len({s.objects for s in first}) == 5
     assert a.sample(random.Random(1)) != a.sample(random.Random(2))
+
+
+def test_sample_many_is_deterministic_and_valid():
+    sampler = SceneSampler(counting_environment(), method="mcmc", pool_size=64, pool_chains=8)
+    first = sampler.sample_many(random.Random(3), 30)
+    assert [s.objects for s in first] == [s.objects for s in sampler.sample_many(random.Random(3), 30)]
+    assert sampler.stats.verified == 60  # every scene checked by clingo
+    assert len({s.objects for s in first}) == 30
 
 
 def test_mcmc_fallback_when_rejection_budget_runs_out():
