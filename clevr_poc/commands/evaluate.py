@@ -9,6 +9,8 @@ Two modes::
     # the stand-alone LLM baseline through a chat backend (clevr_poc.llm.make_backend spec), resumable
     python -m clevr_poc evaluate --dataset DIR --split test --model llm-standalone \
         --backend openai:MODEL@http://127.0.0.1:8000/v1 --checkpoint llm.jsonl [--limit 200]
+    # a trained CLIP baseline (python -m clevr_poc.baselines.clip train): --checkpoint is its folder
+    python -m clevr_poc evaluate --dataset DIR --split test --model clip-nl --checkpoint runs/clip-nl
 
 The last line on stdout is one JSON object ``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
 line before it counts parse failures. ``--out DIR`` also writes ``report.json`` (per-example results and
@@ -33,6 +35,9 @@ from clevr_poc.errors import ClevrPocError, FormatError
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
 #: must score 1.0) and the stand-alone LLM (§4.1.3, App. C.1; needs ``--backend``).
 MODELS: tuple[str, ...] = ("ns-vqa-gold", "llm-standalone")
+#: Trained CLIP baselines (§4.1.1; :mod:`clevr_poc.baselines.clip`): ``--checkpoint`` is the folder written
+#: by ``python -m clevr_poc.baselines.clip train`` (model name -> variant).
+CLIP_MODELS: dict[str, str] = {"clip-nl": "nl", "clip-asp": "asp", "clip-none": "none"}
 
 _EPILOG = """examples:
   python -m clevr_poc evaluate --dataset data/ --split test --predictions preds.json
@@ -58,21 +63,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--predictions", metavar="FILE.json",
                         help="JSON object: image_filename -> list of predicted values, or null (parse failure)")
-    source.add_argument("--model", choices=MODELS,
+    source.add_argument("--model", choices=MODELS + tuple(CLIP_MODELS),
                         help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner; "
-                             "llm-standalone = the App. C.1 prompt through --backend")
+                             "llm-standalone = the App. C.1 prompt through --backend; clip-nl/clip-asp/clip-none "
+                             "= a trained CLIP baseline (--checkpoint DIR)")
     llm = parser.add_argument_group("llm-standalone")
     llm.add_argument("--backend", metavar="SPEC",
                      help="chat backend: local, gguf:PATH, openai, openai:MODEL or openai:MODEL@URL")
     llm.add_argument("--max-tokens", type=int, default=256, metavar="N", help="reply length limit (default 256)")
     llm.add_argument("--workers", type=int, default=1, metavar="W", help="parallel requests (default 1)")
+    clip = parser.add_argument_group("clip-nl / clip-asp / clip-none")
+    clip.add_argument("--allow-missing-images", action="store_true",
+                      help="use a blank placeholder for unrendered images (default: error naming the file)")
     parser.add_argument("--out", metavar="DIR", help="write report.json, predictions.json, table2.md, breakdowns.md and plots/")
     parser.add_argument("--name", metavar="NAME", help="model name in the report and tables")
     parser.add_argument("--parse-failures", choices=("wrong", "exclude"), default="wrong",
                         help="score parse failures as wrong (default) or leave them out of the averages")
     parser.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the split")
-    parser.add_argument("--checkpoint", metavar="FILE.jsonl",
-                        help="with --model: keep predictions in this file and resume an interrupted run")
+    parser.add_argument("--checkpoint", metavar="FILE.jsonl|DIR",
+                        help="with --model: keep predictions in this file and resume an interrupted run; "
+                             "with a clip-* model: the trained checkpoint folder (required)")
     parser.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     parser.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
     parser.set_defaults(func=run)
@@ -111,6 +121,17 @@ def _load_examples(dataset: str, split: str, limit: int | None = None) -> list[A
 
 
 def _model(args: argparse.Namespace) -> Any:
+    if args.model in CLIP_MODELS:
+        if not args.checkpoint:
+            raise FormatError(f"--model {args.model} needs --checkpoint DIR (a folder written by "
+                              "`python -m clevr_poc.baselines.clip train`)", field="--checkpoint")
+        from clevr_poc.baselines.clip.cli import require_clip_extra
+
+        require_clip_extra()
+        from clevr_poc.baselines.clip.training import CLIPBaseline
+
+        return CLIPBaseline.from_checkpoint(args.checkpoint, variant=CLIP_MODELS[args.model], name=args.name,
+                                            allow_missing_images=args.allow_missing_images)
     if args.model == "ns-vqa-gold":
         from clevr_poc.baselines.ns_vqa import NSVQA
 
@@ -141,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
             raise FormatError(str(exc), source=args.predictions) from None
     else:
         model = _model(args)
+        clip = args.model in CLIP_MODELS  # --checkpoint is the model folder, not a predictions file
         report = evaluate(model, examples, progress=args.progress, split=args.split,
-                          parse_failures=args.parse_failures, checkpoint=args.checkpoint,
-                          batch_size=max(1, 4 * args.workers))
+                          parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
+                          batch_size=256 if clip else max(1, 4 * args.workers))
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}")
