@@ -114,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1 + 2: one process
     print("\n== 1-2. complete scene graphs, one process ==")
-    print(" env  N  constraints  method     acceptance  construct_s   ms/scene   (clingo check included)")
+    print(" env  N  constraints  method     acceptance  construct_s   ms/scene  ms/scene(sample_many)"
+          "   (clingo check included)")
     samples: dict[int, np.ndarray] = {}
-    total_cpu = total_scenes = construct_cpu = 0.0
+    total_cpu = total_many = total_scenes = construct_cpu = 0.0
     methods = Counter()
     for env in environments:
         started = time.process_time()
@@ -129,16 +130,22 @@ def main(argv: list[str] | None = None) -> int:
         rows = [sampler.sample_types(rng) for _ in range(args.samples)]
         cpu = time.process_time() - started
         samples[env.id] = np.array(rows)
+        started = time.process_time()
+        sampler.sample_types_many(rng, args.samples)
+        many_cpu = time.process_time() - started
+        total_many += many_cpu
         total_cpu += cpu
         total_scenes += args.samples
         construct_cpu += construct
         methods[sampler.method] += 1
         print(f" {env.id:3d}  {env.num_objects}  {len(env.constraints):11d}  {sampler.method:9s}  "
-              f"{sampler.acceptance_rate:10.2g}  {construct:11.2f}  {1e3 * cpu / args.samples:9.2f}")
+              f"{sampler.acceptance_rate:10.2g}  {construct:11.2f}  {1e3 * cpu / args.samples:9.2f}"
+              f"  {1e3 * many_cpu / args.samples:9.2f}")
     print(f"methods: {dict(methods)}")
     print(f"one process: {total_scenes / total_cpu:.0f} scene graphs per CPU-second "
           f"({1e3 * total_cpu / total_scenes:.2f} ms each); construction {construct_cpu:.1f} CPU-s in all "
-          f"({construct_cpu / len(environments):.2f} s per environment)")
+          f"({construct_cpu / len(environments):.2f} s per environment); sample_many: "
+          f"{total_scenes / total_many:.0f} per CPU-second")
 
     tasks = [(env, args.seed + k, args.samples) for env in environments for k in range(2)]
     started = time.perf_counter()

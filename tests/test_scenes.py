@@ -169,6 +169,16 @@ def test_sample_many_is_deterministic_and_valid():
     assert len({s.objects for s in first}) == 30
 
 
+def test_random_models_are_diverse_complete_scenes_and_deterministic():
+    env = counting_environment()
+    models = gs.random_models(env, 6, seed=4)
+    assert len(models) == 6
+    sampler = SceneSampler(env, calibration_proposals=0)
+    assert all(sampler._program.is_scene(m) for m in models)
+    assert len({tuple(m) for m in models}) == 6
+    assert [tuple(m) for m in gs.random_models(env, 6, seed=4)] == [tuple(m) for m in models]
+
+
 def test_mcmc_fallback_when_rejection_budget_runs_out():
     sampler = SceneSampler(counting_environment(), method="rejection", max_proposals=1, pool_size=32, pool_chains=8)
     rng = random.Random(0)

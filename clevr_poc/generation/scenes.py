@@ -23,14 +23,17 @@ How (two methods, chosen per environment by a calibration run at construction):
     Proposals are drawn and checked in numpy batches (about 1-2 microseconds each).
 ``"mcmc"`` (approximate, for environments where rejection would need more than
 ``max_expected_proposals`` proposals per scene, typically those with several "at least N pairs")
-    A heat-bath Gibbs sampler over the answer sets (:class:`GibbsKernel`): each step redraws one block
-    uniformly among all its values that keep the scene an answer set (one object's whole type; or one
-    field of two objects together, so that "at least 2 pairs of the same color" can move from red-red to
-    blue-blue). Every step leaves the uniform distribution invariant. A pool of chain states is built
-    on first use (``pool_chains`` chains from the calibration's exact samples, or from clingo's first
-    model when it found none; ``burn_in`` sweeps; then snapshots every ``thinning`` sweeps); a sample
+    A Gibbs/Metropolis sampler over the answer sets (:class:`GibbsKernel`). Heat-bath steps redraw one
+    block uniformly among all its values that keep the scene an answer set (one object's whole type;
+    one field of two objects together, so that "exactly 1 sphere in region 1" can move from one object
+    to another); Metropolis steps exchange two values of a field in every object of some regions (so
+    that the value three objects share to satisfy "at least 2 pairs of the same color" can change).
+    Every step leaves the uniform distribution invariant. A pool of chain states is built on first use
+    (``pool_chains`` chains started from the calibration's exact samples or from clingo models found
+    with random decisions; ``burn_in`` sweeps; then snapshots every ``thinning`` sweeps); a sample
     starts from a random pool state, runs ``mcmc_sweeps`` sweeps and shuffles the object ids.
-    ``benchmarks/scenes.py`` compares it with exact rejection samples.
+    ``benchmarks/scenes.py`` compares it with exact rejection samples; :meth:`SceneSampler.sample_many`
+    runs many chains in lockstep (several times faster per scene).
 
 Every returned scene is (by default) checked by clingo against the environment program (one solve
 with the scene as assumptions, ~0.2 ms), so the Python counting code (templates 6-10, written from
@@ -510,6 +513,31 @@ def _model_types(model: clingo.Model, num_objects: int) -> np.ndarray:
     return types
 
 
+def random_models(environment: Environment, count: int, *, seed: int = 0, time_limit: float = 1.0) -> list[np.ndarray]:
+    """Up to ``count`` complete scenes (type-id arrays) found by clingo with random decisions
+    (``--rand-freq=1 --sign-def=rnd``, solver seed k+1 for the k-th): diverse, not uniform. One
+    control, a fixed sequence of solves, so the result is deterministic unless a search takes longer
+    than ``time_limit`` seconds (then fewer models are returned)."""
+    program = _SceneProgram(environment, ("--rand-freq=1", "--sign-def=rnd", "--models=1"))
+    found: list[np.ndarray] = []
+    for k in range(count):
+        program.control.configuration.solver.seed = str(seed * 100_003 + k + 1)
+        models: list[np.ndarray] = []
+
+        def on_model(model: clingo.Model) -> bool:
+            models.append(_model_types(model, program.num_objects))
+            return False
+
+        with program.control.solve(on_model=on_model, async_=True) as handle:
+            if not handle.wait(time_limit):
+                handle.cancel()
+                break
+        if not models:
+            break
+        found.append(models[0])
+    return found
+
+
 def enumerate_scenes(environment: Environment, limit: int | None = None) -> Iterator[Scene]:
     """The complete scenes in clingo's enumeration order (default configuration), at most ``limit``:
     the official generator's approach (first models of one enumeration), kept as a baseline."""
@@ -841,13 +869,17 @@ class SceneSampler:
 
         ``pool_chains`` chains run in lockstep: ``burn_in`` sweeps, then one snapshot of every chain
         after each further ``thinning`` sweeps until ``pool_size`` states are kept. The chains start
-        from the exact samples the calibration found (cycled) or, when it found none, from clingo's
-        first model.
+        from the exact samples the calibration found (cycled), topped up, when there are fewer than 8,
+        with clingo models found with random decisions (:func:`random_models`), so that the chains
+        start spread over the answer sets.
         """
         if self._pool is None:
             gen = np.random.default_rng([self._pool_seed, 0x9001])
-            starts = self._exact_starts or [self._start]
             chains = min(self.pool_chains, self.pool_size)
+            starts = list(self._exact_starts)
+            if len(starts) < min(chains, 8):
+                starts += random_models(self.environment, chains - len(starts), seed=self._pool_seed)
+            starts = starts or [self._start]
             X = np.array([starts[k % len(starts)] for k in range(chains)], dtype=np.int64)
             self.stats.mcmc_steps += chains * self.kernel.sweeps(X, gen, self.burn_in)
             snapshots: list[np.ndarray] = []
