@@ -341,3 +341,27 @@ def test_answer_balancer_rejects_dominant_answer_sets_deterministically():
 def test_tidy_text():
     assert tidy_text("there is a  object  ;  what color is it ?") == "There is an object; what color is it?"
     assert tidy_text("What is  the  big   cube made of ?") == "What is the big cube made of?"
+
+
+def test_hidden_candidates_scene_check_equals_clingo():
+    """The vectorised candidate check and the clingo enumeration give the same candidate sets."""
+    import random as _random
+
+    from clevr_poc.environments import sample_environments
+    from clevr_poc.generation.layout import place_objects
+    from clevr_poc.generation.questions import hidden_candidates
+    from clevr_poc.generation.scenes import SceneSampler, make_partial
+
+    rng = _random.Random(7)
+    compared = 0
+    for environment in sample_environments(3, seed=21):
+        sampler = SceneSampler(environment)
+        for _ in range(6):
+            complete = place_objects(sampler.sample(rng), rng).scene
+            partial, hidden = make_partial(complete, rng.randrange(len(complete)))
+            fast = hidden_candidates(environment, partial)
+            slow = hidden_candidates(environment, partial, method="clingo")
+            assert fast == slow
+            assert (hidden.color, hidden.shape, hidden.size, hidden.material, hidden.region) in fast
+            compared += 1
+    assert compared == 18
