@@ -718,7 +718,8 @@ class QuestionGenerator:
             except TemplateNotApplicable:
                 self.rejections["no_instance"] += 1
                 continue
-            if len(self.possible_values(instance, candidates, complete_scene)) >= len(domain.DOMAINS[attribute]):
+            intended = self.possible_values(instance, candidates, complete_scene)
+            if len(intended) >= len(domain.DOMAINS[attribute]):
                 self.rejections["answer_size"] += 1  # the intended answer is already the whole domain
                 continue
             asp_query = self.asp_query(instance)
@@ -733,8 +734,8 @@ class QuestionGenerator:
                 self.rejections["answer_size"] += 1
                 continue
             if self.require_unambiguous:
-                pinned = self.intended_query(instance, hidden_index)
-                intended = self.reasoner.answer(environment, partial, pinned).values
+                # the intended answer (references pinned to their objects) equals the reasoner's answer
+                # of :meth:`intended_query`; computed from the candidates (tests compare the two)
                 if intended != answer:
                     self.rejections["ambiguous"] += 1
                     continue
