@@ -8,7 +8,6 @@ import json
 import math
 import socket
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
