@@ -16,7 +16,7 @@ from typing import Sequence
 from clevr_poc.errors import ClevrPocError
 
 #: Sub-command modules under clevr_poc.commands, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse")
+COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo")
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2

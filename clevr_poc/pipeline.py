@@ -1,0 +1,678 @@
+"""The end-to-end model: image + question + environment -> answer set with an explanation.
+
+NS-VQA with an ASP solver (paper §4.1.2, Fig. 4), answering from pixels::
+
+    from clevr_poc import Pipeline
+
+    pipeline = Pipeline.from_pretrained()                  # models/perception + models/parser_bilstm
+    answer = pipeline.answer("CLEVR_test_000003.png", "What is the shape of the other small thing ...?",
+                             "environments/3.lp", camera="incomplete/scenes/test/CLEVR_000003.json")
+    answer.values                        # frozenset({'cube', 'sphere'})
+    answer.query                         # the ASP query the parser wrote and the Reasoner ran
+    answer.scene_facts                   # the perceived partial scene as ASP facts
+    print(answer.explanation.describe()) # which constraints eliminated which values
+
+Three parts, each replaceable:
+
+1. **Perception** (``scene_source="perception"``): :class:`clevr_poc.perception.Perception` turns the
+   rendered image into a partial scene. It needs the camera the image was rendered with (the scene JSON
+   written by ``python -m clevr_poc render`` carries it under ``"camera"``). By default the perceived
+   scene is decoded *constraint-aware* (the most probable scene consistent with the environment, paper
+   §5), so the Reasoner never sees a scene the environment forbids. With ``scene_source="given"`` the
+   partial scene is passed in (``scene=``): the paper's setting, "assuming 100% accuracy in image
+   perception" (§4.3, RQ2).
+2. **Question parser** (``parser=``): ``"bilstm"`` (the NS-VQA seq2seq parser,
+   :class:`clevr_poc.parsing.BiLSTMParser`), ``"llm"`` (few-shot LLM parser, App. C.2,
+   :class:`clevr_poc.parsing.llm_parser.LLMParser`) or ``"given"`` (the question's own gold
+   ``asp_query``, or ``query=``).
+3. **Reasoner** (:class:`clevr_poc.reasoning.Reasoner`): every value consistent with environment + scene
+   + query (brave consequences), and with ``explain=True`` (default) an
+   :class:`~clevr_poc.answer.Explanation` of every kept and eliminated value.
+
+The shipped checkpoints live in the repository's ``models/`` folder (``models/perception/perception.pt``,
+``models/parser_bilstm/{config.json,vocab.json,weights.pt}``); they are not part of the wheel. A pipeline
+with ``scene_source="given"`` and ``parser="given"`` needs neither torch nor a checkpoint.
+
+A pipeline is also an evaluator model (``predict`` / ``predict_batch`` / ``predict_detailed``), so
+``clevr_poc.evaluation.evaluate(pipeline, load_dataset(DIR, "test"))`` scores it (paper §4.2).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from clevr_poc._io import read_json
+from clevr_poc.answer import Answer
+from clevr_poc.environments.environment import Environment
+from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.question import Question
+from clevr_poc.reasoning import Reasoner
+from clevr_poc.scene import Scene
+
+#: Where a scene comes from: perceived from the image, or given by the caller.
+SCENE_SOURCES: tuple[str, ...] = ("perception", "given")
+#: Question parsers: BiLSTM seq2seq, few-shot LLM, or the given (gold) ASP query.
+PARSERS: tuple[str, ...] = ("bilstm", "llm", "given")
+#: Environment variable naming the models folder (overrides the repository's ``models/``).
+MODELS_ENV = "CLEVR_POC_MODELS"
+#: Sub-folders of a models folder.
+PERCEPTION_DIR = "perception"
+PARSER_DIR = "parser_bilstm"
+#: Files a checkpoint folder must hold.
+PERCEPTION_FILES: tuple[str, ...] = ("perception.pt",)
+PARSER_FILES: tuple[str, ...] = ("config.json", "vocab.json", "weights.pt")
+
+_HOW_TO_GET = {
+    PERCEPTION_DIR: ("the perception model is shipped in models/perception/ of a clone of the clevr_poc repository "
+                     f"(point {MODELS_ENV} or from_pretrained(path) at a models folder), or train one: "
+                     "python -m clevr_poc.perception train --dataset DIR --out models/perception"),
+    PARSER_DIR: ("the BiLSTM parser is shipped in models/parser_bilstm/ of a clone of the clevr_poc repository "
+                 f"(point {MODELS_ENV} or from_pretrained(path) at a models folder), or train one: "
+                 "python -m clevr_poc.train_parser --dataset DIR --out models/parser_bilstm"),
+}
+
+
+class PipelineError(ClevrPocError):
+    """The pipeline cannot be built (a missing optional dependency, bad settings) or cannot answer
+    (a question the parser could not turn into ASP, a missing input)."""
+
+
+class CheckpointNotFoundError(PipelineError, FileNotFoundError):
+    """A checkpoint folder or file is missing.
+
+    Attributes:
+        path: the missing folder or file.
+        hint: how to get it.
+    """
+
+    def __init__(self, what: str, path: Path, hint: str) -> None:
+        self.path = Path(path)
+        self.hint = hint
+        super().__init__(f"{what} not found: {self.path} ({hint})")
+
+
+class QuestionParseError(PipelineError):
+    """The question parser produced no ASP query (an LLM reply without a valid rule, an empty parse)."""
+
+
+# ====================================================================== locating checkpoints
+def default_models_dir() -> Path:
+    """The models folder: ``$CLEVR_POC_MODELS`` if set, else ``models/`` of the repository this package
+    was loaded from (a clone, or an editable install), else ``./models``.
+
+    The folder is not checked here (see :meth:`Pipeline.from_pretrained`).
+    """
+    env = os.environ.get(MODELS_ENV)
+    if env:
+        return Path(env).expanduser()
+    repository = Path(__file__).resolve().parent.parent / "models"
+    if repository.is_dir():
+        return repository
+    local = Path.cwd() / "models"
+    return local if local.is_dir() else repository
+
+
+def _checkpoint(folder: Path, kind: str, files: Sequence[str]) -> Path:
+    if not folder.is_dir():
+        raise CheckpointNotFoundError(f"{kind} checkpoint folder", folder, _HOW_TO_GET[kind])
+    for name in files:
+        if not (folder / name).is_file():
+            raise CheckpointNotFoundError(f"{kind} checkpoint file", folder / name, _HOW_TO_GET[kind])
+    return folder
+
+
+def check_checkpoints(path_or_name: str | os.PathLike[str] | None = None, *, scene_source: str = "perception",
+                      parser: str = "bilstm", perception_path: str | os.PathLike[str] | None = None,
+                      parser_path: str | os.PathLike[str] | None = None) -> dict[str, Path]:
+    """The checkpoint folders :meth:`Pipeline.from_pretrained` would load, checked (nothing is loaded).
+
+    Returns:
+        ``{"perception": folder, "parser_bilstm": folder}``, only the parts the settings need.
+
+    Raises:
+        PipelineError: an unknown ``scene_source`` or ``parser``.
+        CheckpointNotFoundError: a folder or file is missing (naming it and how to get it).
+    """
+    if scene_source not in SCENE_SOURCES:
+        raise PipelineError(f"scene_source must be one of {list(SCENE_SOURCES)}, got {scene_source!r}")
+    if parser not in PARSERS:
+        raise PipelineError(f"parser must be one of {list(PARSERS)}, got {parser!r}")
+    default = path_or_name is None or (isinstance(path_or_name, str) and path_or_name == "default")
+    root = default_models_dir() if default else Path(path_or_name)
+    found: dict[str, Path] = {}
+    if scene_source == "perception":
+        if perception_path is None and not root.is_dir():
+            raise CheckpointNotFoundError("models folder", root, _HOW_TO_GET[PERCEPTION_DIR])
+        found[PERCEPTION_DIR] = _checkpoint(Path(perception_path) if perception_path else root / PERCEPTION_DIR,
+                                            PERCEPTION_DIR, PERCEPTION_FILES)
+    if parser == "bilstm":
+        if parser_path is None and not root.is_dir():
+            raise CheckpointNotFoundError("models folder", root, _HOW_TO_GET[PARSER_DIR])
+        found[PARSER_DIR] = _checkpoint(Path(parser_path) if parser_path else root / PARSER_DIR, PARSER_DIR,
+                                        PARSER_FILES)
+    return found
+
+
+def _require(module: str, extra: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise PipelineError(f"{what} needs {module}: pip install 'clevr-poc[{extra}]' (or pip install '.[{extra}]' "
+                            f"in a clone)")
+
+
+# ====================================================================== input coercion
+def as_environment(environment: Any) -> Environment:
+    """An :class:`Environment` from an Environment or the path of an official ``.lp`` file.
+
+    Raises:
+        FormatError: None, another type, a missing file or a malformed program.
+    """
+    if isinstance(environment, Environment):
+        return environment
+    if isinstance(environment, (str, os.PathLike)):
+        path = Path(environment)
+        if not path.is_file():
+            raise FormatError("environment file not found", source=path, field="environment")
+        return Environment.from_lp(path)
+    raise FormatError("an environment is a clevr_poc.Environment or the path of an .lp file", field="environment",
+                      value=type(environment).__name__)
+
+
+def as_scene(scene: Any) -> Scene:
+    """A :class:`Scene` from a Scene, a scene JSON mapping or the path of a scene JSON file.
+
+    Raises:
+        FormatError: another type, a missing file or a malformed scene.
+    """
+    if isinstance(scene, Scene):
+        return scene
+    if isinstance(scene, (str, os.PathLike)):
+        return Scene.from_file(scene)
+    if isinstance(scene, Mapping):
+        return Scene.from_json(dict(scene), source="scene")
+    raise FormatError("a scene is a clevr_poc.Scene, its JSON, or the path of a scene JSON file", field="scene",
+                      value=type(scene).__name__)
+
+
+def as_camera(camera: Any):
+    """The :class:`~clevr_poc.rendering.geometry.Camera` an image was rendered with.
+
+    Accepts a Camera; its JSON (``{"K", "world_to_camera", "image_size"}``); a scene written by the renderer
+    (a :class:`Scene`, its JSON mapping, or the path of its JSON file), whose ``"camera"`` is used.
+
+    Raises:
+        FormatError: None, another type, a scene without a camera (not rendered), or a malformed camera.
+    """
+    from clevr_poc.rendering.geometry import Camera
+
+    if isinstance(camera, Camera):
+        return camera
+    source: object = "camera"
+    if isinstance(camera, (str, os.PathLike)):
+        source = Path(camera)
+        camera = read_json(source)
+    elif isinstance(camera, Scene):
+        source = camera.image_filename or "scene"
+        camera = dict(camera.extra)
+    if isinstance(camera, Mapping):
+        if "K" in camera and "world_to_camera" in camera:
+            return Camera.from_json(dict(camera), source=source)
+        if "camera" in camera:
+            return Camera.from_json(camera["camera"], source=source)
+        raise FormatError("no camera: pass the scene JSON written by `python -m clevr_poc render` (it carries "
+                          "\"camera\") or a Camera", source=source, field="camera")
+    if camera is None:
+        raise FormatError("perception needs the camera the image was rendered with: pass camera= (a Camera, its "
+                          "JSON, or the rendered scene JSON file)", field="camera")
+    raise FormatError("a camera is a Camera, its JSON, or a rendered scene (Scene, JSON or file path)", field="camera",
+                      value=type(camera).__name__)
+
+
+def as_image(image: Any) -> np.ndarray:
+    """The image as a C-contiguous uint8 array of shape (H, W, 3), RGB.
+
+    Accepts a file path (PNG, JPEG, ...), a PIL image, or a numpy array (H, W, 3) / (H, W, 4) of uint8
+    (0-255) or floats in [0, 1] (alpha dropped).
+
+    Raises:
+        FormatError: None, another type, a missing or unreadable file, a bad shape or dtype.
+    """
+    if isinstance(image, (str, os.PathLike)):
+        path = Path(image)
+        if not path.is_file():
+            raise FormatError("image file not found", source=path, field="image")
+        try:
+            from PIL import Image, UnidentifiedImageError
+        except ImportError:
+            raise PipelineError("reading image files needs Pillow: pip install 'clevr-poc[vision]'") from None
+        try:
+            with Image.open(path) as opened:
+                return np.ascontiguousarray(np.asarray(opened.convert("RGB"), dtype=np.uint8))
+        except (UnidentifiedImageError, OSError) as exc:
+            raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path,
+                              field="image") from None
+    if hasattr(image, "convert") and hasattr(image, "size") and hasattr(image, "mode"):  # PIL.Image.Image
+        return np.ascontiguousarray(np.asarray(image.convert("RGB"), dtype=np.uint8))
+    if isinstance(image, np.ndarray):
+        array = image
+        if array.ndim == 3 and array.shape[2] == 4:
+            array = array[:, :, :3]
+        if array.ndim != 3 or array.shape[2] != 3 or array.shape[0] < 1 or array.shape[1] < 1:
+            raise FormatError("an image array must have shape (H, W, 3) (RGB) or (H, W, 4) (RGBA)", field="image",
+                              value=tuple(image.shape))
+        if array.dtype == np.uint8:
+            return np.ascontiguousarray(array)
+        if np.issubdtype(array.dtype, np.floating):
+            if not np.isfinite(array).all() or array.min() < 0 or array.max() > 1:
+                raise FormatError("a float image array must hold finite values in [0, 1]", field="image",
+                                  value=str(array.dtype))
+            return np.ascontiguousarray((array * 255).round().astype(np.uint8))
+        raise FormatError("an image array must be uint8 (0-255) or float in [0, 1]", field="image",
+                          value=str(array.dtype))
+    raise FormatError("an image is a file path, a PIL image or a numpy array (H, W, 3) uint8", field="image",
+                      value=type(image).__name__)
+
+
+# ====================================================================== inputs of one question
+@dataclass(frozen=True)
+class PipelineInput:
+    """One question for :meth:`Pipeline.answer_batch` (the arguments of :meth:`Pipeline.answer`).
+
+    Attributes:
+        image: path, PIL image or uint8 (H, W, 3) array; None when the scene is given.
+        question: English text or a :class:`Question` (its ``text``, and its ``asp_query`` for
+            ``parser="given"``).
+        environment: :class:`Environment` or ``.lp`` path.
+        scene: the partial scene (Scene, JSON or path); skips perception when set.
+        camera: Camera, camera JSON, or the rendered scene (Scene, JSON or path).
+        query: an ASP query; skips the parser when set.
+    """
+
+    image: Any = None
+    question: Any = None
+    environment: Any = None
+    scene: Any = None
+    camera: Any = None
+    query: str | None = None
+
+    @classmethod
+    def of(cls, item: Any, *, scene_given: bool = False) -> "PipelineInput":
+        """An input from a :class:`PipelineInput`, a mapping with the same keys, a tuple ``(image,
+        question, environment[, scene[, camera]])``, or a dataset :class:`~clevr_poc.dataset.Example`
+        (image file, question, environment; the camera from its rendered partial scene, and with
+        ``scene_given`` the gold partial scene itself).
+
+        Raises:
+            FormatError: anything else, or unknown mapping keys.
+        """
+        if isinstance(item, PipelineInput):
+            return item
+        if isinstance(item, Mapping):
+            unknown = set(item) - set(cls.__dataclass_fields__)
+            if unknown:
+                raise FormatError(f"unknown keys {sorted(unknown)}; expected some of "
+                                  f"{list(cls.__dataclass_fields__)}", field="item")
+            return cls(**dict(item))
+        if isinstance(item, tuple) and 3 <= len(item) <= 5:
+            return cls(*item)
+        if hasattr(item, "partial_scene") and hasattr(item, "question") and hasattr(item, "environment"):
+            partial = item.partial_scene
+            return cls(getattr(item, "image_path", None), item.question, item.environment,
+                       partial if scene_given else None, partial if "camera" in partial.extra else None)
+        raise FormatError("an item is a PipelineInput, a mapping, a tuple (image, question, environment[, scene"
+                          "[, camera]]) or a dataset Example", field="item", value=type(item).__name__)
+
+
+# ====================================================================== the pipeline
+class Pipeline:
+    """Perception + question parser + Reasoner (paper §4.1.2), see the module docstring.
+
+    Args:
+        perception: ``perception(image, camera, environment=None) -> Scene`` (e.g.
+            :class:`clevr_poc.perception.Perception`), or None for ``scene_source="given"``.
+        parser: an object with ``parse(question) -> str`` (:class:`~clevr_poc.parsing.BiLSTMParser`) or
+            ``parse(question) -> ParseResult`` (:class:`~clevr_poc.parsing.llm_parser.LLMParser`), or a
+            callable ``question -> str``; None for ``parser="given"``.
+        reasoner: the :class:`Reasoner` (default: a new one, compiled mode, 10 s per solve).
+        constraint_decoding: decode the perceived scene within the environment's constraints (paper §5;
+            default True) rather than by argmax.
+        name: model name in evaluation reports (default ``"NS-VQA (<scene source>, <parser>)"``).
+    """
+
+    def __init__(self, perception: Callable[..., Scene] | None = None, parser: Any = None, *,
+                 reasoner: Reasoner | None = None, constraint_decoding: bool = True, name: str | None = None,
+                 parser_name: str | None = None) -> None:
+        if parser is not None and not (callable(parser) or callable(getattr(parser, "parse", None))):
+            raise PipelineError(f"parser must have parse(question) or be callable, got {type(parser).__name__}")
+        if perception is not None and not callable(perception):
+            raise PipelineError(f"perception must be callable, got {type(perception).__name__}")
+        self.perception = perception
+        self.parser = parser
+        self.reasoner = reasoner or Reasoner()
+        self.constraint_decoding = bool(constraint_decoding)
+        self.parser_name = parser_name or ("given" if parser is None else _parser_label(parser))
+        self.name = name or f"NS-VQA ({self.scene_source} scene, {self.parser_name} ASP)"
+
+    def __repr__(self) -> str:
+        return f"Pipeline(scene_source={self.scene_source!r}, parser={self.parser_name!r})"
+
+    @property
+    def scene_source(self) -> str:
+        """``"perception"`` or ``"given"``."""
+        return "given" if self.perception is None else "perception"
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_pretrained(cls, path_or_name: str | os.PathLike[str] | None = None, *, scene_source: str = "perception",
+                        parser: str = "bilstm", llm_backend: Any = None,
+                        perception_path: str | os.PathLike[str] | None = None,
+                        parser_path: str | os.PathLike[str] | None = None, constraint_decoding: bool = True,
+                        reasoner: Reasoner | None = None, name: str | None = None) -> "Pipeline":
+        """Load the shipped (or given) checkpoints.
+
+        Args:
+            path_or_name: a models folder holding ``perception/`` and ``parser_bilstm/``; None or
+                ``"default"``: :func:`default_models_dir` (the repository's ``models/``).
+            scene_source: ``"perception"`` (load the perception model) or ``"given"`` (scenes are passed to
+                :meth:`answer`; no model, no torch).
+            parser: ``"bilstm"`` (load the BiLSTM parser), ``"llm"`` (few-shot LLM parser through
+                ``llm_backend``) or ``"given"`` (gold ASP queries; no model).
+            llm_backend: for ``parser="llm"``: a :class:`~clevr_poc.llm.ChatBackend` or a spec string
+                (``"local"`` = the bundled SmolLM2 GGUF model, ``"openai:MODEL@URL"``, ...); default
+                ``"local"``.
+            perception_path, parser_path: checkpoint folders overriding ``path_or_name``.
+            constraint_decoding, reasoner, name: see :class:`Pipeline`.
+
+        Raises:
+            PipelineError: an unknown ``scene_source`` / ``parser``, or torch (``[vision]``) missing.
+            CheckpointNotFoundError: a checkpoint folder or file is missing (naming it and how to get it).
+            FormatError: a checkpoint is damaged.
+        """
+        if llm_backend is not None and parser != "llm":
+            raise PipelineError(f"llm_backend is only used with parser='llm' (got parser={parser!r})")
+        folders = check_checkpoints(path_or_name, scene_source=scene_source, parser=parser,
+                                    perception_path=perception_path, parser_path=parser_path)
+        perception = None
+        if PERCEPTION_DIR in folders:
+            _require("torch", "vision", "perception")
+            _require("torchvision", "vision", "perception")
+            from clevr_poc.perception import Perception
+
+            perception = Perception.from_pretrained(folders[PERCEPTION_DIR])
+
+        question_parser: Any = None
+        if PARSER_DIR in folders:
+            _require("torch", "vision", "the BiLSTM parser")
+            from clevr_poc.parsing.seq2seq import BiLSTMParser
+
+            question_parser = BiLSTMParser.from_pretrained(folders[PARSER_DIR])
+        elif parser == "llm":
+            from clevr_poc.parsing.llm_parser import LLMParser
+
+            question_parser = LLMParser(llm_backend if llm_backend is not None else "local")
+        label = {"bilstm": "BiLSTM", "llm": _parser_label(question_parser) if question_parser else "LLM",
+                 "given": "gold"}[parser]
+        return cls(perception, question_parser, reasoner=reasoner, constraint_decoding=constraint_decoding,
+                   name=name, parser_name=label)
+
+    # ------------------------------------------------------------------ the steps
+    def parse(self, question: Any) -> str:
+        """The ASP query of ``question`` (text or :class:`Question`).
+
+        With ``parser="given"`` the question must be a :class:`Question` with an ``asp_query``.
+
+        Raises:
+            FormatError: not a non-empty string or Question.
+            QuestionParseError: the parser produced no query.
+        """
+        return self.parse_batch([question])[0]
+
+    def parse_batch(self, questions: Sequence[Any]) -> list[str]:
+        """:meth:`parse` of several questions (one batched call for the BiLSTM parser)."""
+        if self.parser is None:
+            queries = []
+            for i, q in enumerate(questions):
+                if not isinstance(q, Question) or not q.asp_query:
+                    raise FormatError("this pipeline has no question parser (parser='given'): pass query= or a "
+                                      "Question that has an asp_query", field="question",
+                                      value=q if isinstance(q, str) else type(q).__name__)
+                queries.append(q.asp_query)
+            return queries
+        texts = [_question_text(q) for q in questions]
+        batch = getattr(self.parser, "parse_batch", None)
+        if batch is not None:  # BiLSTMParser: strings; LLMParser: ParseResults
+            results: list[Any] = list(batch(texts))
+        else:
+            parse = getattr(self.parser, "parse", None) or self.parser
+            results = [parse(text) for text in texts]
+        queries = []
+        for text, result in zip(texts, results):
+            if hasattr(result, "asp_query"):  # LLMParser's ParseResult
+                if result.asp_query is None:
+                    raise QuestionParseError(f"the question parser produced no ASP query for {text!r}: "
+                                             f"{result.error or 'no reply'}")
+                result = result.asp_query
+            if not isinstance(result, str) or not result.strip():
+                raise QuestionParseError(f"the question parser produced no ASP query for {text!r}")
+            queries.append(result)
+        return queries
+
+    def perceive(self, image: Any, camera: Any, environment: Any = None) -> Scene:
+        """The partial scene seen in ``image`` (constraint-aware in ``environment`` when the pipeline
+        decodes with constraints and an environment is given).
+
+        Raises:
+            PipelineError: the pipeline has no perception model (``scene_source="given"``).
+            FormatError: bad image, camera or environment; the image size differs from the camera's.
+        """
+        if self.perception is None:
+            raise PipelineError("this pipeline has no perception model (scene_source='given'): pass scene=")
+        if image is None:
+            raise FormatError("perception needs an image (a path, a PIL image or a uint8 (H, W, 3) array)",
+                              field="image")
+        array = as_image(image)
+        cam = as_camera(camera)
+        if array.shape[:2] != (cam.height, cam.width):
+            raise FormatError(f"the image is {array.shape[1]}x{array.shape[0]} but the camera renders "
+                              f"{cam.width}x{cam.height}", field="image", value=f"{array.shape[1]}x{array.shape[0]}")
+        env = as_environment(environment) if environment is not None and self.constraint_decoding else None
+        return self.perception(array, cam, environment=env)
+
+    # ------------------------------------------------------------------ answering
+    def answer(self, image: Any = None, question: Any = None, environment: Any = None, *, scene: Any = None,
+               camera: Any = None, query: str | None = None, explain: bool = True) -> Answer:
+        """Answer one question about the hidden object of a partial scene.
+
+        Args:
+            image: the rendered partial scene: a path, a PIL image or a uint8 (H, W, 3) array (floats in
+                [0, 1] accepted). Not needed when ``scene`` is given.
+            question: English text, or a :class:`Question` (needed unless ``query`` is given).
+            environment: the image's :class:`Environment` or the path of its ``.lp`` file.
+            scene: the partial scene (a :class:`Scene`, its JSON or a scene JSON path): skips perception.
+                Required with ``scene_source="given"``.
+            camera: the camera of the render (a Camera, its JSON, or the rendered scene JSON / path, whose
+                ``"camera"`` is used). Required for perception.
+            query: an ASP query ``missing(Q) :- ...``: skips the parser. Untrusted text is fine (sanitized).
+            explain: attach an :class:`~clevr_poc.answer.Explanation` (witness per kept value, minimal
+                set of constraints per eliminated value); costs a few extra solver calls.
+
+        Returns:
+            :class:`Answer`: ``values`` (the answer set), ``attribute``, ``satisfiable``, ``explanation``,
+            ``query`` (the sanitized query that ran) and ``scene_facts`` (the scene used, as ASP facts).
+
+        Raises:
+            FormatError: a missing or malformed input (naming it).
+            PipelineError: a missing part (no scene and no perception, ...).
+            QuestionParseError: the parser produced no query.
+            UnsafeProgramError: the query is outside the query language.
+            SolverTimeoutError: a solver call ran over the reasoner's time limit.
+        """
+        env = as_environment(environment)
+        checked_query = self._query(question, query)
+        used_scene = self._scene(image, env, scene, camera)
+        return self._reason(env, used_scene, checked_query, explain)
+
+    def answer_batch(self, items: Iterable[Any], *, explain: bool = False, progress: bool = False) -> list[Answer]:
+        """:meth:`answer` for many questions, in order; the questions are parsed in one batch.
+
+        Args:
+            items: :class:`PipelineInput` objects, mappings with its keys (``image``, ``question``,
+                ``environment``, ``scene``, ``camera``, ``query``), tuples ``(image, question, environment)``
+                or dataset :class:`~clevr_poc.dataset.Example` objects (see :meth:`PipelineInput.of`).
+            explain: attach explanations (off by default: a few solver calls per question).
+            progress: show a tqdm progress bar.
+
+        Raises:
+            as :meth:`answer`; the exception names the item (``exc.__notes__``: ``"in item <i>"``).
+        """
+        inputs = [self._input(item, i) for i, item in enumerate(items)]
+        pending = [i for i, item in enumerate(inputs) if item.query is None]
+        queries: dict[int, str] = {i: item.query for i, item in enumerate(inputs) if item.query is not None}
+        if pending:
+            try:
+                for i, q in zip(pending, self.parse_batch([inputs[i].question for i in pending])):
+                    queries[i] = q
+            except ClevrPocError:
+                for i in pending:  # find the item that failed
+                    try:
+                        queries[i] = self._query(inputs[i].question, None)
+                    except ClevrPocError as exc:
+                        exc.add_note(f"in item {i}")
+                        raise
+                raise
+        answers = []
+        bar = _progress(len(inputs), progress, self.name)
+        try:
+            for i, item in enumerate(inputs):
+                try:
+                    env = as_environment(item.environment)
+                    used_scene = self._scene(item.image, env, item.scene, item.camera)
+                    answers.append(self._reason(env, used_scene, queries[i], explain))
+                except ClevrPocError as exc:
+                    exc.add_note(f"in item {i}")
+                    raise
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        return answers
+
+    # ------------------------------------------------------------------ evaluator model protocol
+    def predict(self, example: Any) -> frozenset[str] | None:
+        """The predicted answer set of a dataset example, or None when the pipeline failed."""
+        return self.predict_detailed(example).values
+
+    def predict_detailed(self, example: Any):
+        """:meth:`predict` with the failure reason and the ASP query (``raw``), for
+        :func:`clevr_poc.evaluation.evaluate`."""
+        return self.predict_batch([example])[0]
+
+    def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
+        """Predictions (:class:`~clevr_poc.evaluation.Prediction`) of many examples; a failure of one example
+        (parser, perception, solver) is its prediction's ``error``, not an exception."""
+        from clevr_poc.evaluation.report import Prediction
+
+        inputs = [PipelineInput.of(e, scene_given=self.perception is None) for e in examples]
+        queries: list[str | Prediction] = []
+        try:
+            queries = list(self.parse_batch([item.question for item in inputs]))
+        except ClevrPocError:
+            for item in inputs:
+                try:
+                    queries.append(self._query(item.question, None))
+                except ClevrPocError as exc:
+                    queries.append(Prediction(None, f"question parser failed: {_short(exc)}"))
+        out = []
+        for item, query in zip(inputs, queries):
+            if isinstance(query, Prediction):
+                out.append(query)
+                continue
+            try:
+                env = as_environment(item.environment)
+                used_scene = self._scene(item.image, env, item.scene, item.camera)
+            except ClevrPocError as exc:
+                out.append(Prediction(None, f"perception failed: {_short(exc)}", query))
+                continue
+            try:
+                answer = self._reason(env, used_scene, query, False)
+            except ClevrPocError as exc:
+                out.append(Prediction(None, f"{exc.__class__.__name__}: {_short(exc)}", query))
+                continue
+            out.append(Prediction(answer.values, None, answer.query))
+        return out
+
+    # ------------------------------------------------------------------ helpers
+    def _input(self, item: Any, index: int) -> PipelineInput:
+        try:
+            return PipelineInput.of(item, scene_given=self.perception is None)
+        except ClevrPocError as exc:
+            exc.add_note(f"in item {index}")
+            raise
+
+    def _query(self, question: Any, query: str | None) -> str:
+        if query is not None:
+            if not isinstance(query, str) or not query.strip():
+                raise FormatError("query must be a non-empty ASP rule text", field="query",
+                                  value=type(query).__name__ if not isinstance(query, str) else query)
+            return query
+        if question is None:
+            raise FormatError("no question: pass question= (text or Question) or query=", field="question")
+        return self.parse(question)
+
+    def _scene(self, image: Any, environment: Environment, scene: Any, camera: Any) -> Scene:
+        if scene is not None:
+            return as_scene(scene)
+        if self.perception is None:
+            raise PipelineError("scene_source='given': pass the partial scene (scene=) or load a perception model "
+                                "(Pipeline.from_pretrained(scene_source='perception'))")
+        return self.perceive(image, camera, environment)
+
+    def _reason(self, environment: Environment, scene: Scene, query: str, explain: bool) -> Answer:
+        if explain:
+            return self.reasoner.explain(environment, scene, query)
+        return self.reasoner.answer(environment, scene, query)
+
+
+def _question_text(question: Any) -> str:
+    text = question.text if isinstance(question, Question) else question
+    if not isinstance(text, str) or not text.strip():
+        raise FormatError("a question is a non-empty string or a clevr_poc.Question", field="question",
+                          value=text if isinstance(text, str) else type(text).__name__)
+    return text
+
+
+def _parser_label(parser: Any) -> str:
+    if type(parser).__name__ == "BiLSTMParser":
+        return "BiLSTM"
+    if type(parser).__name__ == "LLMParser":
+        backend = getattr(parser, "backend", None)
+        return f"LLM {getattr(backend, 'name', '') or ''}".strip()
+    return getattr(parser, "name", None) or getattr(parser, "__name__", None) or type(parser).__name__
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _progress(total: int, enabled: bool, desc: str) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="q")
+
+
+__all__ = [
+    "CheckpointNotFoundError", "MODELS_ENV", "PARSERS", "Pipeline", "PipelineError", "PipelineInput",
+    "QuestionParseError", "SCENE_SOURCES", "as_camera", "as_environment", "as_image", "as_scene",
+    "check_checkpoints", "default_models_dir",
+]
