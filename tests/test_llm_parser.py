@@ -131,7 +131,8 @@ def test_load_examples_errors(tmp_path):
     (f"ASP: ###\n{GOOD}\n###", GOOD),
     (f"```asp\n{GOOD}\n```", GOOD),
     (f"Sure! Here it is:\n```\n{GOOD}\n```\nHope this helps.", GOOD),
-    (f"### {GOOD}", GOOD),  # unclosed final block (generation cut by max_tokens or a stop string)
+    (f"### {GOOD}", GOOD),
+    (f"ASP: ###\n```asp\n{GOOD}\n```\n###", GOOD),  # unclosed final block (generation cut by max_tokens or a stop string)
     (f"The rule is {GOOD} It says that X is left of Y.", GOOD),
     ("unknown(Q):-hasProperty(X, color, Q),\n   hasProperty(X, shape, cylinder),\n   right(X1, X).",
      "unknown(Q):-hasProperty(X, color, Q),\n   hasProperty(X, shape, cylinder),\n   right(X1, X)."),

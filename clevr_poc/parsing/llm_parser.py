@@ -177,7 +177,7 @@ def extract_query(reply: str) -> str:
     """Cut the ASP rule out of a model reply.
 
     * a ``###...###`` block (the paper's delimiters; an unclosed final ``###`` block counts) — its content,
-      without a leading ``ASP:`` label, is the rule;
+      without a leading ``ASP:`` label or a fence around it, is the rule;
     * else a fenced block (```` ``` ```` or ```` ```asp ````) — likewise;
     * else the first rule with head ``missing(V)`` / ``query(V)`` / ``unknown(V)``, up to the period that
       ends it (or the end of the line when there is none).
@@ -191,7 +191,11 @@ def extract_query(reply: str) -> str:
         raise QueryRejected("the reply is empty")
     for pattern in (_DELIMITED, _FENCED):
         for match in pattern.finditer(reply):
-            block = _LABEL.sub("", match.group(1).strip().strip("`").strip())
+            block = match.group(1).strip()
+            fenced = _FENCED.search(block) if pattern is _DELIMITED else None
+            if fenced is not None:  # ### ```asp ... ``` ###
+                block = fenced.group(1).strip()
+            block = _LABEL.sub("", block.strip("`").strip())
             if block:
                 return block
     match = _HEAD.search(reply)
