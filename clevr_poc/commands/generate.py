@@ -1,9 +1,15 @@
 """``python -m clevr_poc generate``: write a CLEVR-POC dataset (environments, scenes, labelled questions).
 
 A thin shell over :func:`clevr_poc.generation.dataset.generate_dataset` (see there for the layout,
-determinism and resuming). Running the same command again on the same folder finishes an interrupted
-run; a folder generated with other settings is refused. Bad values (``--splits train=abc``, a
-negative count, an unknown executor) end with one ``error: ...`` line and exit status 1.
+determinism, resuming and the visibility check). Running the same command again on the same folder
+finishes an interrupted run; a folder generated with other settings is refused. Bad values
+(``--splits train=abc``, a negative count, an unknown executor) end with one ``error: ...`` line and exit
+status 1.
+
+Every layout is checked from the camera the renderer will use (on by default; ``--no-visibility-check``
+turns it off). ``--render`` then renders the images by the very code path of ``python -m clevr_poc render
+--dataset DIR`` (:func:`clevr_poc.rendering.dataset.render_dataset`, resumable, the dataset's seed); it
+needs Blender's ``bpy`` (``pip install '.[render]'``), checked before anything is generated.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ _EPILOG = """examples:
       --splits train=0.8,test=0.2 --workers 2
   python -m clevr_poc generate --out big --environments 30 --scenes-per-environment 33334 --seed 0 \\
       --executor ray --ray-address auto
+  python -m clevr_poc generate --out small --environments 2 --scenes-per-environment 3 --seed 1 \\
+      --render --samples 8          # then render the partial images (needs pip install '.[render]')
 """
 
 
@@ -48,6 +56,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--ray-address", default=None, metavar="ADDR",
                         help="Ray cluster address (default: start a local Ray instance)")
     parser.add_argument("--chunksize", default="4", metavar="C", help="examples per worker task (default: 4)")
+    parser.add_argument("--visibility-check", default="both", choices=("both", "partial", "off"),
+                        help="check layouts from the render camera: every object of the complete image "
+                             "('both', default; implies the partial image), the partial image only ('partial'), "
+                             "or no check ('off')")
+    parser.add_argument("--no-visibility-check", dest="visibility_check", action="store_const", const="off",
+                        help="same as --visibility-check off")
+    parser.add_argument("--min-visible-pixels", default=None, metavar="P",
+                        help="pixels every checked object must cover at 320x240 (default: the renderer's, 40)")
+    parser.add_argument("--render", action="store_true",
+                        help="then render the images (the `render` command's code path; needs bpy)")
+    parser.add_argument("--render-complete", action="store_true",
+                        help="with --render: also render the complete scenes")
+    parser.add_argument("--samples", default=None, metavar="N",
+                        help="with --render: samples per pixel (default: the renderer's, 16)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(func=run)
@@ -69,6 +91,7 @@ def _integer(text: str, option: str, minimum: int | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.executors import EXECUTORS
     from clevr_poc.generation.dataset import DatasetConfigError, generate_dataset, parse_shares
+    from clevr_poc.rendering.render import DEFAULT_SAMPLES, RenderError, bpy_available
 
     environments = _integer(args.environments, "--environments", 1)
     scenes = _integer(args.scenes_per_environment, "--scenes-per-environment", 1)
@@ -81,16 +104,35 @@ def run(args: argparse.Namespace) -> int:
         raise DatasetConfigError(f"--executor: expected one of {list(EXECUTORS)}, got {args.executor!r}")
     if args.ray_address is not None and args.executor != "ray":
         raise DatasetConfigError("--ray-address needs --executor ray")
+    min_pixels = None if args.min_visible_pixels is None else _integer(args.min_visible_pixels,
+                                                                       "--min-visible-pixels", 1)
+    if (args.samples is not None or args.render_complete) and not args.render:
+        raise DatasetConfigError("--samples and --render-complete need --render")
+    samples = DEFAULT_SAMPLES if args.samples is None else _integer(args.samples, "--samples", 1)
+    if args.render and not bpy_available():  # before generating anything
+        raise RenderError("--render needs Blender's Python module (bpy); install it with pip install '.[render]' "
+                          "(bpy==5.0.1, Python 3.11), or generate without --render")
     try:
         summary = generate_dataset(
             args.out, environments=environments, scenes_per_environment=scenes, seed=seed, splits=splits,
             query_shares=query_shares, workers=workers, executor=args.executor, ray_address=args.ray_address,
-            progress=not args.no_progress, chunksize=chunksize)
+            progress=not args.no_progress, chunksize=chunksize, visibility_check=args.visibility_check,
+            min_visible_pixels=min_pixels)
+        rendered = None
+        if args.render:
+            from clevr_poc.rendering.dataset import render_dataset
+
+            width, height = summary.config.image_size
+            rendered = render_dataset(
+                args.out, complete=args.render_complete, samples=samples, width=width, height=height,
+                seed=summary.config.seed, min_pixels=summary.config.min_visible_pixels, workers=workers,
+                executor=args.executor, ray_address=args.ray_address, progress=not args.no_progress)
     except ClevrPocError:
         raise
     except OSError as exc:  # disk full, permission denied, ...
         raise ClevrPocError(f"cannot write the dataset: {exc}") from None
     stats = summary.stats
+    generation = stats["generation"]
     report = {
         "out": str(summary.out_dir), "examples": summary.examples, "generated": summary.generated,
         "skipped": summary.skipped, "environments_seconds": round(summary.environments_seconds, 2),
@@ -99,7 +141,19 @@ def run(args: argparse.Namespace) -> int:
         "splits": stats["splits"], "query_attribute_shares": stats["query_attribute_shares"],
         "query_attribute_fallbacks": stats["query_attribute_fallbacks"],
         "templates_missing": stats["templates_missing"],
+        "visibility": generation["visibility"]["check"],
+        "layouts_checked": generation["layouts_checked"],
+        "visibility_rejections": generation["visibility_rejections"],
+        "visibility_rejection_rate": generation["visibility_rejection_rate"],
+        "visibility_seconds_per_example": (round(summary.visibility_seconds / summary.generated, 4)
+                                           if summary.generated else None),
     }
+    if rendered is not None:
+        report["render"] = {
+            "images": rendered.images, "rendered": rendered.rendered, "skipped": rendered.skipped,
+            "seconds": round(rendered.seconds, 2),
+            "seconds_per_image": None if rendered.seconds_per_image is None else round(rendered.seconds_per_image, 3),
+            "invisible": [{"scene": s, "objects": [list(o) for o in objs]} for s, objs in rendered.invisible]}
     if args.json:
         print(json.dumps(report))
     else:
@@ -112,4 +166,12 @@ def run(args: argparse.Namespace) -> int:
         print("query attributes: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in stats["query_attribute_shares"].items()))
         if stats["templates_missing"]:
             print(f"templates never used: {', '.join(stats['templates_missing'])}")
+        if generation["visibility"]["check"] != "off":
+            print(f"visibility ({generation['visibility']['check']}, >= {generation['visibility']['min_pixels']} px): "
+                  f"{generation['visibility_rejections']} of {generation['layouts_checked']} layouts rejected "
+                  f"({100 * generation['visibility_rejection_rate']:.1f} %)")
+        if rendered is not None:
+            print(f"rendering: {rendered.rendered} images rendered now, {rendered.skipped} already there")
+            if rendered.invisible:
+                print(f"warning: {len(rendered.invisible)} image(s) with objects under the pixel minimum")
     return 0

@@ -45,7 +45,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--height", type=int, default=DEFAULT_HEIGHT, help="image height (default: %(default)s)")
     parser.add_argument("--engine", default=DEFAULT_ENGINE, choices=("cycles", "eevee"),
                         help="render engine (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of camera/light jitter (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of camera/light jitter (default: the dataset's seed from DIR/dataset.json, "
+                             "the one `generate` checked visibility with; 0 without one)")
     parser.add_argument("--min-pixels", type=int, default=None, metavar="P",
                         help="visible pixels an object needs (default: 40 at 320x240, scaled by image area)")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="parallel workers (default: 1)")

@@ -14,7 +14,21 @@ manifest, statistics and a dataset card)::
     OUT/stats.json, OUT/figures/*.png, OUT/README.md   written at the end
 
 ``image_index`` counts from 0 within each split, as in CLEVR. Scene files also carry
-``constraint_type_index`` (as the official release's scenes do).
+``constraint_type_index`` (as the official release's scenes do); complete scene files also carry
+``generation`` (what the example cost: ``attempts``, ``placement_failures``, ``layouts_checked``,
+``visibility_rejections``, ``visibility_occluded``, ``visibility_too_small``, ``visibility_resamples``),
+from which ``stats.json``'s ``generation`` section is summed.
+
+**Visibility** (on by default; ``visibility_check="off"`` / ``generate --no-visibility-check`` disables
+it). Every layout is checked from the exact camera the renderer will use for the example's image: the
+render seed is :func:`clevr_poc.rendering.dataset.image_seed` (dataset seed, split, image file name),
+which ``render`` uses by default for a dataset folder (the complete and the partial image share it), at
+the renderer's default image size (320 x 240). Every object the partial image shows must cover at least
+``min_visible_pixels`` pixels (default: the renderer's threshold, 40) -- and, with scope ``"both"``
+(default), the hidden object too in the complete image (``render --complete``). A failing layout is
+re-placed up to ``visibility_relayouts`` times, then the scene graph is redrawn (the next attempt, as
+after a :class:`~clevr_poc.generation.layout.PlacementError`). See
+:class:`~clevr_poc.generation.layout.VisibilityCheck`. No Blender is needed.
 
 **Plan.** ``environments x scenes_per_environment`` examples, exactly ``scenes_per_environment`` per
 environment (paper §3.1: scenes uniformly distributed over the environments). Split sizes are the
@@ -57,11 +71,20 @@ from clevr_poc import domain
 from clevr_poc._io import atomic_write_json, atomic_write_text, read_json
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.generation.layout import DEFAULT_VISIBILITY_RELAYOUTS, VisibilityCheck
+from clevr_poc.rendering.render import DEFAULT_HEIGHT, DEFAULT_WIDTH, default_min_pixels
 
 #: Manifest file name (settings of the dataset; its presence marks a dataset folder).
 MANIFEST = "dataset.json"
 #: Version of the on-disk layout and of the example plan; bump when either changes.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: What each format version changed (for the message that refuses an older folder).
+FORMAT_HISTORY: Mapping[int, str] = {
+    1: "first version",
+    2: "layouts checked for visibility from the render camera; 'generation' key in complete scenes",
+}
+#: Values of :attr:`DatasetConfig.visibility_check`.
+VISIBILITY_CHECKS: tuple[str, ...] = ("both", "partial", "off")
 #: Default split shares.
 DEFAULT_SPLITS: Mapping[str, float] = {"train": 0.6, "val": 0.2, "test": 0.2}
 #: Default query-attribute shares (paper Appendix B).
@@ -93,6 +116,12 @@ class DatasetConfig:
         query_shares: (attribute, share) pairs; shares >= 0, normalised to sum 1.
         max_attempts: attempts per example and query attribute (see the module docstring).
         format_version: :data:`FORMAT_VERSION`.
+        visibility_check: ``"both"`` (default: every object visible in the complete image, hence every
+            visible object in the partial one), ``"partial"`` (the partial image only) or ``"off"``.
+        min_visible_pixels: pixels an object must cover; None -> the renderer's default for
+            ``image_size`` (40 at 320 x 240); stored resolved.
+        visibility_relayouts: re-placements of a scene graph failing the check before it is redrawn.
+        image_size: (width, height) of the images the check assumes (the renderer's default 320 x 240).
     """
 
     environments: int
@@ -102,12 +131,30 @@ class DatasetConfig:
     query_shares: tuple[tuple[str, float], ...] = tuple(DEFAULT_QUERY_SHARES.items())
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     format_version: int = FORMAT_VERSION
+    visibility_check: str = "both"
+    min_visible_pixels: int | None = None
+    visibility_relayouts: int = DEFAULT_VISIBILITY_RELAYOUTS
+    image_size: tuple[int, int] = (DEFAULT_WIDTH, DEFAULT_HEIGHT)
 
     def __post_init__(self) -> None:
         for name in ("environments", "scenes_per_environment", "max_attempts"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise DatasetConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.visibility_check not in VISIBILITY_CHECKS:
+            raise DatasetConfigError(f"visibility_check must be one of {list(VISIBILITY_CHECKS)}, "
+                                     f"got {self.visibility_check!r}")
+        size = tuple(self.image_size) if isinstance(self.image_size, (list, tuple)) else ()
+        if len(size) != 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in size):
+            raise DatasetConfigError(f"image_size must be (width, height) in pixels, got {self.image_size!r}")
+        object.__setattr__(self, "image_size", size)
+        minimum = default_min_pixels(*size) if self.min_visible_pixels is None else self.min_visible_pixels
+        if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1:
+            raise DatasetConfigError(f"min_visible_pixels must be a positive integer, got {minimum!r}")
+        object.__setattr__(self, "min_visible_pixels", minimum)
+        relayouts = self.visibility_relayouts
+        if isinstance(relayouts, bool) or not isinstance(relayouts, int) or relayouts < 0:
+            raise DatasetConfigError(f"visibility_relayouts must be an integer >= 0, got {relayouts!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise DatasetConfigError(f"seed must be an integer, got {self.seed!r}")
         object.__setattr__(self, "splits", _normalise_shares(self.splits, "splits", _check_split_name))
@@ -119,9 +166,25 @@ class DatasetConfig:
         def close(a, b) -> bool:
             return [n for n, _ in a] == [n for n, _ in b] and all(abs(x - y) <= 1e-9 for (_, x), (_, y) in zip(a, b))
 
-        return (self.environments, self.scenes_per_environment, self.seed, self.max_attempts, self.format_version) == (
-            other.environments, other.scenes_per_environment, other.seed, other.max_attempts, other.format_version
+        return (self.environments, self.scenes_per_environment, self.seed, self.max_attempts, self.format_version,
+                self.visibility_json()) == (
+            other.environments, other.scenes_per_environment, other.seed, other.max_attempts, other.format_version,
+            other.visibility_json()
         ) and close(self.splits, other.splits) and close(self.query_shares, other.query_shares)
+
+    @property
+    def visibility(self) -> VisibilityCheck | None:
+        """The layout check of the examples (None when ``visibility_check == "off"``)."""
+        if self.visibility_check == "off":
+            return None
+        width, height = self.image_size
+        return VisibilityCheck(self.visibility_check, self.min_visible_pixels, width, height,
+                               self.visibility_relayouts)
+
+    def visibility_json(self) -> dict[str, Any]:
+        """The ``visibility`` object of the manifest."""
+        return {"check": self.visibility_check, "min_pixels": self.min_visible_pixels,
+                "image_size": list(self.image_size), "max_relayouts": self.visibility_relayouts}
 
     @property
     def fallback_attributes(self) -> tuple[str, ...]:
@@ -142,6 +205,7 @@ class DatasetConfig:
             "format_version": self.format_version, "environments": self.environments,
             "scenes_per_environment": self.scenes_per_environment, "seed": self.seed,
             "splits": dict(self.splits), "query_shares": dict(self.query_shares), "max_attempts": self.max_attempts,
+            "visibility": self.visibility_json(),
         }
 
     @classmethod
@@ -149,11 +213,19 @@ class DatasetConfig:
         if not isinstance(data, Mapping):
             raise FormatError("the manifest must be a JSON object", source=source)
         try:
+            visibility = data.get("visibility", {"check": "off"})  # format 1 had no check
+            if not isinstance(visibility, Mapping):
+                raise FormatError("visibility must be a JSON object", source=source, field="visibility",
+                                  value=visibility)
             return cls(environments=data["environments"], scenes_per_environment=data["scenes_per_environment"],
                        seed=data["seed"], splits=tuple(dict(data["splits"]).items()),
                        query_shares=tuple(dict(data["query_shares"]).items()),
                        max_attempts=data.get("max_attempts", DEFAULT_MAX_ATTEMPTS),
-                       format_version=data.get("format_version", 0))
+                       format_version=data.get("format_version", 0),
+                       visibility_check=visibility.get("check", "off"),
+                       min_visible_pixels=visibility.get("min_pixels"),
+                       visibility_relayouts=visibility.get("max_relayouts", DEFAULT_VISIBILITY_RELAYOUTS),
+                       image_size=tuple(visibility.get("image_size", (DEFAULT_WIDTH, DEFAULT_HEIGHT))))
         except KeyError as exc:
             raise FormatError("missing key", source=source, field=exc.args[0]) from None
         except (TypeError, ValueError, DatasetConfigError) as exc:
@@ -304,13 +376,18 @@ def plan_examples(config: DatasetConfig) -> list[ExampleSpec]:
 # ====================================================================== one example (runs in workers)
 @dataclass(frozen=True)
 class ExampleTask:
-    """Picklable work item: the spec, the environment and the settings the worker needs."""
+    """Picklable work item: the spec, the environment and the settings the worker needs.
+
+    ``visibility``: the layout check (:attr:`DatasetConfig.visibility`; None: no check). ``seed`` is the
+    dataset seed (it also gives the render seed of the example's images).
+    """
 
     spec: ExampleSpec
     environment: Environment
     seed: int
     max_attempts: int
     fallback: tuple[str, ...]
+    visibility: VisibilityCheck | None = VisibilityCheck()
 
 
 @dataclass(frozen=True)
@@ -325,6 +402,12 @@ class ExampleResult:
         attempts: attempts used (1 = first try), over all attributes tried.
         placement_failures: attempts whose layout failed.
         seconds: time spent (diagnostic; not written to the dataset).
+        layouts_checked: layouts given to the visibility check; visibility_rejections: of those, the
+            rejected ones; visibility_resamples: scene graphs given up after ``max_relayouts``
+            re-placements; rejected_objects: ``{"occluded": k, "too_small": m}`` objects under the minimum
+            summed over rejected layouts; rejected_images: ``{"complete": k, "partial": m}`` failing image
+            per rejected layout.
+        visibility_seconds: time spent in the check (diagnostic; not written).
     """
 
     spec: ExampleSpec
@@ -335,6 +418,22 @@ class ExampleResult:
     attempts: int
     placement_failures: int
     seconds: float
+    layouts_checked: int = 0
+    visibility_rejections: int = 0
+    visibility_resamples: int = 0
+    rejected_objects: Mapping[str, int] = field(default_factory=dict)
+    rejected_images: Mapping[str, int] = field(default_factory=dict)
+    visibility_seconds: float = 0.0
+
+    def generation_json(self) -> dict[str, int]:
+        """The ``generation`` object of the complete scene file (deterministic counts only)."""
+        return {"attempts": self.attempts, "placement_failures": self.placement_failures,
+                "layouts_checked": self.layouts_checked, "visibility_rejections": self.visibility_rejections,
+                "visibility_occluded": self.rejected_objects.get("occluded", 0),
+                "visibility_too_small": self.rejected_objects.get("too_small", 0),
+                "visibility_rejected_complete": self.rejected_images.get("complete", 0),
+                "visibility_rejected_partial": self.rejected_images.get("partial", 0),
+                "visibility_resamples": self.visibility_resamples}
 
 
 _WORKER_CACHE: dict[str, Any] = {}
@@ -363,43 +462,77 @@ def _dumps(data: Any) -> str:
 
 
 def generate_example(task: ExampleTask) -> ExampleResult:
-    """Generate one example (complete scene, layout, partial scene, labelled question).
+    """Generate one example (complete scene, layout, visibility check, partial scene, labelled question).
+
+    Per attempt: draw a scene graph, place it, choose the hidden object, check the layout from the
+    render camera (``task.visibility``; re-place and re-choose up to ``max_relayouts`` times, then
+    give the scene graph up), generate the question. Without a check, the random draws are those of
+    format version 1.
 
     Deterministic in ``task``. Raises :class:`GenerationError` when no attribute yields a question.
     """
     from clevr_poc.generation.layout import PlacementError, place_objects
     from clevr_poc.generation.scenes import choose_hidden, make_partial
+    from clevr_poc.rendering.dataset import image_seed
 
     started = time.perf_counter()
-    spec, environment = task.spec, task.environment
+    spec, environment, check = task.spec, task.environment, task.visibility
     sampler, generator = _components(environment)
     attributes = (spec.query_attribute,) + tuple(a for a in task.fallback if a != spec.query_attribute)
-    attempts = placement_failures = 0
+    camera_seed = image_seed(task.seed, spec.split, spec.image_filename)  # the renderer's seed for both images
+    relayouts = 1 + (check.max_relayouts if check is not None else 0)
+    attempts = placement_failures = layouts_checked = rejections = resamples = 0
+    rejected_objects = {"occluded": 0, "too_small": 0}
+    rejected_images = {"complete": 0, "partial": 0}
+    visibility_seconds = 0.0
     for round_, attribute in enumerate(attributes):
         for attempt in range(task.max_attempts):
             attempts += 1
             rng = random.Random(derive_seed(task.seed, "example", environment.id, spec.local_index,
                                             round_ * task.max_attempts + attempt))
-            complete = sampler.sample(rng)
-            try:
-                complete = place_objects(complete, rng).scene
-            except PlacementError:
-                placement_failures += 1
+            graph = sampler.sample(rng)
+            complete = None
+            for _ in range(relayouts):
+                try:
+                    placed = place_objects(graph, rng).scene
+                except PlacementError:
+                    placement_failures += 1
+                    break
+                hidden = choose_hidden(placed, rng)
+                if check is None:
+                    complete = placed
+                    break
+                layouts_checked += 1
+                check_started = time.perf_counter()
+                outcome = check.check(placed, hidden, camera_seed)
+                visibility_seconds += time.perf_counter() - check_started
+                if outcome.ok:
+                    complete = placed
+                    break
+                rejections += 1
+                rejected_images[outcome.image] += 1
+                for _, _, reason in outcome.offending:
+                    rejected_objects[reason] += 1
+            else:
+                resamples += 1
+            if complete is None:
                 continue
-            hidden = choose_hidden(complete, rng)
             question = generator.generate(environment, complete, hidden, rng, query_attribute=attribute)
             if question is None:
                 continue
+            result = ExampleResult(spec, "", "", "", attribute, attempts, placement_failures, 0.0,
+                                   layouts_checked, rejections, resamples, rejected_objects, rejected_images,
+                                   visibility_seconds)
             bookkeeping = {"split": spec.split, "image_index": spec.image_index,
                            "image_filename": spec.image_filename}
-            extra = {"constraint_type_index": environment.id}
+            extra = {"constraint_type_index": environment.id, "generation": result.generation_json()}
             complete = replace(complete, extra={**dict(complete.extra), **extra}, **bookkeeping)
             partial, _ = make_partial(complete, hidden)
+            partial = replace(partial, extra={k: v for k, v in partial.extra.items() if k != "generation"})
             question = replace(question, question_index=spec.image_index, environment_id=environment.id,
                                **bookkeeping)
-            return ExampleResult(spec, _dumps(complete.to_json()), _dumps(partial.to_json()),
-                                 _dumps(question.to_json()), attribute, attempts, placement_failures,
-                                 time.perf_counter() - started)
+            return replace(result, complete_json=_dumps(complete.to_json()), partial_json=_dumps(partial.to_json()),
+                           question_json=_dumps(question.to_json()), seconds=time.perf_counter() - started)
     raise GenerationError(
         f"environment {environment.id}, example {spec.local_index}: no valid question about any of "
         f"{list(attributes)} in {task.max_attempts} attempts each")
@@ -419,6 +552,8 @@ class DatasetSummary:
         attempts: attempts used by the examples generated in this call; fallbacks: of those, examples
             whose query attribute had to change.
         stats: the content of ``stats.json``.
+        layouts_checked, visibility_rejections: visibility checks run and layouts rejected by this call;
+        visibility_seconds: time spent in the check by this call (summed over workers).
     """
 
     out_dir: Path
@@ -432,6 +567,9 @@ class DatasetSummary:
     attempts: int
     fallbacks: int
     stats: Mapping[str, Any] = field(repr=False)
+    layouts_checked: int = 0
+    visibility_rejections: int = 0
+    visibility_seconds: float = 0.0
 
     @property
     def questions_per_second(self) -> float:
@@ -459,7 +597,14 @@ def sample_dataset_environments(config: DatasetConfig, *, workers: int = 1, exec
 def _open_folder(out_dir: Path, config: DatasetConfig) -> None:
     manifest = out_dir / MANIFEST
     if manifest.is_file():
-        existing = DatasetConfig.from_json(read_json(manifest), source=manifest)
+        data = read_json(manifest)
+        version = data.get("format_version") if isinstance(data, Mapping) else None
+        if version != config.format_version:
+            change = FORMAT_HISTORY.get(config.format_version, "")
+            raise DatasetConfigError(
+                f"{out_dir} holds a dataset of format version {version!r}, this clevr_poc writes version "
+                f"{config.format_version} ({change}); it cannot be resumed: generate it again in a new folder")
+        existing = DatasetConfig.from_json(data, source=manifest)
         if not existing.same_as(config):
             ours, theirs = config.to_json(), existing.to_json()
             diff = ", ".join(f"{k}: folder has {theirs[k]!r}, asked for {ours[k]!r}"
@@ -528,6 +673,9 @@ def generate_dataset(
     progress: bool = True,
     chunksize: int = 4,
     on_example: Callable[[ExampleResult], None] | None = None,
+    visibility_check: str = "both",
+    min_visible_pixels: int | None = None,
+    visibility_relayouts: int = DEFAULT_VISIBILITY_RELAYOUTS,
 ) -> DatasetSummary:
     """Generate (or finish) a CLEVR-POC dataset in ``out_dir``; see the module docstring.
 
@@ -544,6 +692,9 @@ def generate_dataset(
         progress: show tqdm progress bars.
         chunksize: examples per worker task.
         on_example: called after each example is written (e.g. to report progress or, in tests, to stop).
+        visibility_check: ``"both"`` (default), ``"partial"`` or ``"off"`` (module docstring).
+        min_visible_pixels: pixels each checked object must cover (default: the renderer's, 40 at 320 x 240).
+        visibility_relayouts: re-placements of a scene graph failing the check before it is redrawn.
 
     Returns:
         :class:`DatasetSummary`.
@@ -557,7 +708,9 @@ def generate_dataset(
 
     config = DatasetConfig(environments, scenes_per_environment, seed,
                            tuple((splits or DEFAULT_SPLITS).items()),
-                           tuple((query_shares or DEFAULT_QUERY_SHARES).items()), max_attempts)
+                           tuple((query_shares or DEFAULT_QUERY_SHARES).items()), max_attempts,
+                           visibility_check=visibility_check, min_visible_pixels=min_visible_pixels,
+                           visibility_relayouts=visibility_relayouts)
     ExecutorConfig(workers, executor, ray_address)  # validate before touching the folder
     out_dir = Path(out_dir)
     _open_folder(out_dir, config)
@@ -573,15 +726,21 @@ def generate_dataset(
         started = time.perf_counter()
         specs = plan_examples(config)
         done = _done(out_dir, specs)
-        tasks = [ExampleTask(s, envs[s.environment_id], config.seed, config.max_attempts, config.fallback_attributes)
+        visibility = config.visibility
+        tasks = [ExampleTask(s, envs[s.environment_id], config.seed, config.max_attempts, config.fallback_attributes,
+                             visibility)
                  for s in specs if (s.split, s.image_index) not in done]
-        attempts = fallbacks = 0
+        attempts = fallbacks = layouts_checked = rejections = 0
+        visibility_seconds = 0.0
         for result in map_ordered(generate_example, tasks, workers=workers, executor=executor,
                                   ray_address=ray_address, chunksize=chunksize,
                                   progress="questions" if progress else False):
             _write_example(out_dir, result)
             attempts += result.attempts
             fallbacks += result.query_attribute != result.spec.query_attribute
+            layouts_checked += result.layouts_checked
+            rejections += result.visibility_rejections
+            visibility_seconds += result.visibility_seconds
             if on_example is not None:
                 on_example(result)
         examples_seconds = time.perf_counter() - started
@@ -590,9 +749,46 @@ def generate_dataset(
     from clevr_poc.generation.stats import write_report
 
     stats = write_report(out_dir, config, envs, specs)
+    stats = {**stats, "generation": generation_stats(out_dir, config, specs)}
+    atomic_write_json(out_dir / "stats.json", stats, indent=2)
     stats_seconds = time.perf_counter() - started
     return DatasetSummary(out_dir, config, len(specs), len(tasks), len(done), environments_seconds,
-                          examples_seconds, stats_seconds, attempts, fallbacks, stats)
+                          examples_seconds, stats_seconds, attempts, fallbacks, stats, layouts_checked, rejections,
+                          visibility_seconds)
+
+
+#: Counters of the ``generation`` object of complete scene files, summed by :func:`generation_stats`.
+GENERATION_COUNTERS: tuple[str, ...] = (
+    "attempts", "placement_failures", "layouts_checked", "visibility_rejections", "visibility_occluded",
+    "visibility_too_small", "visibility_rejected_complete", "visibility_rejected_partial", "visibility_resamples",
+)
+
+
+def generation_stats(out_dir: str | os.PathLike[str], config: DatasetConfig, specs: Iterable[ExampleSpec]
+                     ) -> dict[str, Any]:
+    """The ``generation`` section of ``stats.json``: the visibility settings and the sums of the
+    ``generation`` counters of every complete scene file of the plan (so a resumed run counts the whole
+    dataset), plus ``visibility_rejection_rate`` = rejected / checked layouts (0 when none was checked).
+
+    Raises:
+        FormatError: a complete scene file is missing, malformed, or has no ``generation`` object.
+    """
+    out_dir = Path(out_dir)
+    totals = dict.fromkeys(GENERATION_COUNTERS, 0)
+    for spec in specs:
+        path = out_dir / "complete" / "scenes" / spec.split / spec.file_name
+        data = read_json(path)
+        counts = data.get("generation") if isinstance(data, Mapping) else None
+        if not isinstance(counts, Mapping):
+            raise FormatError("missing the 'generation' object", source=path, field="generation")
+        for key in GENERATION_COUNTERS:
+            value = counts.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise FormatError("expected a count", source=path, field=f"generation.{key}", value=value)
+            totals[key] += value
+    checked = totals["layouts_checked"]
+    rate = round(totals["visibility_rejections"] / checked, 6) if checked else 0.0
+    return {"visibility": config.visibility_json(), **totals, "visibility_rejection_rate": rate}
 
 
 class _null_context:

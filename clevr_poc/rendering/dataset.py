@@ -9,13 +9,16 @@ Each scene file is rewritten (atomically) with the ground truth of :func:`render
 ``pixel_coords``, camera) after its image has been written (atomically). A scene is *done* when its image
 exists and its JSON carries the ``render`` key, so an interrupted run resumes where it stopped.
 
-The seed of an image is derived from (``seed``, split, ``image_filename``), so the complete and the partial
-image of an example share camera and lights (they differ only by the hidden object), and the result does
-not depend on the worker count or the order of rendering.
+The seed of an image is derived from (``seed``, split, ``image_filename``) by :func:`image_seed`, so the
+complete and the partial image of an example share camera and lights (they differ only by the hidden
+object), and the result does not depend on the worker count or the order of rendering. ``seed`` defaults
+to the dataset's seed (``DIR/dataset.json``, written by ``generate``; 0 without one): the generator
+checks every layout from the camera of that very seed (:mod:`clevr_poc.generation.dataset`).
 
 Visibility: objects under the pixel minimum are reported (counted in the summary, listed per scene),
 not re-placed: moving an object here would change the relationships the questions were generated from.
-Generators should call :func:`clevr_poc.rendering.check_visibility` while laying out (no Blender needed).
+``generate`` checks visibility while laying out (no Blender needed), from the camera of the default seed
+at the default image size.
 """
 
 from __future__ import annotations
@@ -84,9 +87,28 @@ class RenderSummary:
 
 
 def image_seed(seed: int, split: str, image_filename: str) -> int:
-    """32-bit seed of one image from the dataset seed, the split and the image file name."""
+    """32-bit seed of one image from the dataset seed, the split and the image file name (the base name,
+    e.g. ``CLEVR_train_000000.png``). The generator uses it for its visibility check."""
     digest = hashlib.sha256(f"{seed}\x00{split}\x00{image_filename}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+def dataset_seed(dataset: str | os.PathLike[str]) -> int:
+    """The seed recorded in ``DIR/dataset.json`` (the manifest ``generate`` writes), or 0 without one.
+
+    Raises:
+        FormatError: the manifest is unreadable or its ``seed`` is not an integer.
+    """
+    from clevr_poc._io import read_json
+
+    manifest = Path(dataset) / "dataset.json"
+    if not manifest.is_file():
+        return 0
+    data = read_json(manifest)
+    seed = data.get("seed") if isinstance(data, dict) else None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise FormatError("the dataset's seed must be an integer", source=manifest, field="seed", value=seed)
+    return seed
 
 
 def _splits(dataset: Path, kind: str, splits: Sequence[str] | None) -> list[str]:
@@ -102,15 +124,19 @@ def _splits(dataset: Path, kind: str, splits: Sequence[str] | None) -> list[str]
 
 
 def plan_tasks(dataset: str | os.PathLike[str], *, splits: Sequence[str] | None = None, complete: bool = False,
-               seed: int = 0, overwrite: bool = False, limit: int | None = None,
+               seed: int | None = None, overwrite: bool = False, limit: int | None = None,
                settings: dict[str, Any] | None = None) -> tuple[list[RenderTask], int]:
     """The images still to render (in split, file name order) and the number already done.
+
+    ``seed`` (None: :func:`dataset_seed`) gives each image's seed by :func:`image_seed`.
 
     Raises:
         FormatError: not a dataset folder, a missing split, a bad scene file, or a scene without
             ``image_filename``.
     """
     dataset = Path(dataset)
+    if seed is None:
+        seed = dataset_seed(dataset)
     tasks: list[RenderTask] = []
     done = 0
     frozen = tuple(sorted((settings or {}).items()))
@@ -150,7 +176,7 @@ def render_dataset(
     width: int = DEFAULT_WIDTH,
     height: int = DEFAULT_HEIGHT,
     engine: str = DEFAULT_ENGINE,
-    seed: int = 0,
+    seed: int | None = None,
     min_pixels: int | None = None,
     workers: int = 1,
     executor: str = "local",
@@ -161,7 +187,8 @@ def render_dataset(
 ) -> RenderSummary:
     """Render every scene of a dataset folder that has no image yet (module doc).
 
-    Each worker renders with ``os.cpu_count() // workers`` Blender threads (local executor).
+    Each worker renders with ``os.cpu_count() // workers`` Blender threads (local executor). ``seed``
+    None (default) is the dataset's seed (:func:`dataset_seed`), the one ``generate`` checked visibility with.
 
     Raises:
         FormatError: see :func:`plan_tasks`.

@@ -1,0 +1,174 @@
+"""Visibility during generation: layouts checked from the render camera, `generate --render`.
+
+The check (:class:`clevr_poc.generation.layout.VisibilityCheck`) ray-casts the renderer's own meshes from
+the renderer's camera (no Blender): a small cube right behind a large cylinder on the camera's diagonal is
+rejected, a spread-out layout accepted; generated datasets pass the renderer's own check from the seeds
+the `render` command will use, byte-identically with 1 or 2 workers, rejections counted in stats.json.
+The render test needs Blender's ``bpy`` and is skipped cleanly without it; the no-bpy error test is
+skipped where bpy is installed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clevr_poc.cli import main as cli_main
+from clevr_poc.errors import FormatError
+from clevr_poc.generation.dataset import DatasetConfigError, generate_dataset
+from clevr_poc.generation.layout import VisibilityCheck
+from clevr_poc.rendering import check_visibility
+from clevr_poc.rendering.dataset import image_seed, plan_tasks
+from clevr_poc.rendering.render import bpy_available
+from clevr_poc.scene import Scene, SceneObject
+
+TINY = dict(environments=1, scenes_per_environment=3, seed=5, splits={"train": 2, "test": 1})
+
+
+def _obj(color, shape, size, region, x, y, rotation=0.0):
+    return SceneObject(color, shape, size, "rubber", region, (x, y, 0.0), extra={"rotation": rotation})
+
+
+# the camera looks from the front right (x > 0, y < 0) towards the origin: (-3.6, 3.6) is behind (-2, 2)
+BEHIND = Scene((
+    _obj("red", "cylinder", "large", 0, -2.0, 2.0),
+    _obj("blue", "cube", "small", 0, -3.6, 3.6),
+    _obj("green", "sphere", "medium", 3, 3.0, -3.0),
+))
+SPREAD = Scene((
+    _obj("red", "cylinder", "large", 0, -3.0, 3.0),
+    _obj("blue", "cube", "small", 1, 3.0, 3.0),
+    _obj("green", "sphere", "medium", 3, 3.0, -3.0),
+    _obj("gray", "cone", "small", 2, -3.5, -3.0),
+))
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# ---------------------------------------------------------------------- the check on hand-made layouts
+def test_small_object_behind_a_large_one_is_rejected_and_a_spread_out_layout_accepted():
+    check = VisibilityCheck()
+    assert (check.min_pixels, check.width, check.height) == (40, 320, 240)  # the renderer's defaults
+    outcome = check.check(BEHIND, 2, camera_seed=11)
+    assert not outcome.ok and outcome.image == "complete"
+    assert outcome.offending == ((1, 0, "occluded"),)  # fully hidden, though large enough unoccluded
+    assert outcome.pixels[0] > 1000 and outcome.pixels[2] > 400
+    accepted = check.check(SPREAD, 0, camera_seed=11)
+    assert accepted.ok and accepted.offending == () and min(accepted.pixels) > 100
+    # the very numbers of the renderer's own check, from the camera of the same seed
+    assert accepted.pixels == check_visibility(SPREAD, seed=11).pixels
+    assert outcome.pixels == check_visibility(BEHIND, seed=11).pixels
+
+
+def test_partial_scope_only_needs_the_objects_the_partial_image_shows():
+    partial = VisibilityCheck(scope="partial")
+    assert partial.check(BEHIND, 1, camera_seed=11).ok  # the occluded cube is the hidden one
+    uncovered = partial.check(BEHIND, 0, camera_seed=11)  # hiding the cylinder uncovers the cube
+    assert uncovered.ok and uncovered.pixels[1] == 0
+    still = partial.check(BEHIND, 2, camera_seed=11)  # the cube stays behind the cylinder
+    assert not still.ok and still.image == "partial" and still.offending == ((1, 0, "occluded"),)
+    assert not VisibilityCheck(scope="both").check(BEHIND, 1, camera_seed=11).ok
+    strict = VisibilityCheck(min_pixels=165).check(SPREAD, 0, camera_seed=11)  # the small cone: 143 px
+    assert [(k, reason) for k, _, reason in strict.offending] == [(3, "too_small")]
+
+
+def test_bad_settings_are_format_errors():
+    with pytest.raises(FormatError, match="scope"):
+        VisibilityCheck(scope="complete")
+    with pytest.raises(FormatError, match="min_pixels"):
+        VisibilityCheck(min_pixels=0)
+    with pytest.raises(FormatError, match="hidden"):
+        VisibilityCheck().check(SPREAD, 4, camera_seed=0)
+
+
+# ---------------------------------------------------------------------- generation
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory) -> Path:
+    """A tiny dataset with a high threshold (150 px), so that layouts do get rejected."""
+    out = tmp_path_factory.mktemp("strict") / "data"
+    generate_dataset(out, workers=1, progress=False, min_visible_pixels=150, **TINY)
+    return out
+
+
+def test_generated_scenes_pass_the_renderers_check_from_the_render_seed(strict):
+    tasks, done = plan_tasks(strict, complete=True)  # the `render` command's plan: the dataset's seed
+    assert done == 0 and len(tasks) == 6
+    for task in tasks:
+        scene = Scene.from_file(task.scene_path)
+        assert task.seed == image_seed(5, scene.split, scene.image_filename)
+        report = check_visibility(scene, seed=task.seed, min_pixels=150)
+        assert report.ok, (task.scene_path, report.describe())
+
+
+def test_rejections_are_counted_in_the_scenes_and_stats(strict):
+    stats = json.loads((strict / "stats.json").read_text())["generation"]
+    assert stats["visibility"] == {"check": "both", "min_pixels": 150, "image_size": [320, 240], "max_relayouts": 10}
+    assert stats["visibility_rejections"] > 0  # 150 px rejects some layouts
+    per_scene = [json.loads(p.read_text())["generation"] for p in sorted((strict / "complete/scenes").rglob("*.json"))]
+    for key in ("attempts", "layouts_checked", "visibility_rejections", "visibility_resamples"):
+        assert stats[key] == sum(g[key] for g in per_scene)
+    assert stats["visibility_occluded"] + stats["visibility_too_small"] >= stats["visibility_rejections"]
+    assert stats["visibility_rejected_complete"] + stats["visibility_rejected_partial"] == stats["visibility_rejections"]
+    assert stats["visibility_rejection_rate"] == round(stats["visibility_rejections"] / stats["layouts_checked"], 6)
+    assert all("generation" not in json.loads(p.read_text()) for p in (strict / "incomplete/scenes").rglob("*.json"))
+
+
+def test_two_workers_give_the_same_bytes_with_the_check(strict, tmp_path):
+    out = tmp_path / "data"
+    generate_dataset(out, workers=2, chunksize=1, progress=False, min_visible_pixels=150, **TINY)
+    assert tree(out) == tree(strict)
+
+
+def test_no_visibility_check_and_old_folders(strict, tmp_path):
+    out = tmp_path / "off"
+    summary = generate_dataset(out, progress=False, visibility_check="off", **TINY)
+    assert summary.layouts_checked == 0 and summary.stats["generation"]["visibility"]["check"] == "off"
+    with pytest.raises(DatasetConfigError, match="visibility.*folder has .*'check': 'off'"):
+        generate_dataset(out, progress=False, **TINY)  # the check changes the dataset: other settings
+    manifest = json.loads((out / "dataset.json").read_text())
+    manifest["format_version"] = 1
+    del manifest["visibility"]
+    (out / "dataset.json").write_text(json.dumps(manifest))
+    with pytest.raises(DatasetConfigError, match="format version 1, this clevr_poc writes version 2"):
+        generate_dataset(out, progress=False, visibility_check="off", **TINY)
+
+
+# ---------------------------------------------------------------------- generate --render
+BASE = ["generate", "--environments", "1", "--scenes-per-environment", "2", "--seed", "3", "--no-progress"]
+
+
+@pytest.mark.skipif(bpy_available(), reason="bpy is installed here")
+def test_generate_render_without_bpy_is_a_one_line_error(tmp_path, capsys):
+    out = tmp_path / "d"
+    assert cli_main(BASE + ["--out", str(out), "--render"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --render needs Blender's Python module (bpy)") and "'.[render]'" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()  # checked before generating anything
+
+
+def test_render_options_need_render(tmp_path, capsys):
+    assert cli_main(BASE + ["--out", str(tmp_path / "d"), "--samples", "4"]) == 1
+    assert capsys.readouterr().err == "error: --samples and --render-complete need --render\n"
+
+
+def test_generate_render_renders_every_object_above_the_threshold(tmp_path, capsys):
+    pytest.importorskip("bpy")
+    out = tmp_path / "d"
+    argv = BASE + ["--out", str(out), "--render", "--render-complete", "--samples", "1", "--json"]
+    assert cli_main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["render"]["rendered"] == 4 and report["render"]["invisible"] == []
+    for kind in ("complete", "incomplete"):
+        for path in (out / kind / "scenes").rglob("*.json"):
+            scene = json.loads(path.read_text())
+            assert scene["render"]["seed"] == image_seed(3, scene["split"], scene["image_filename"])
+            assert min(o["visible_pixels"] for o in scene["objects"]) >= 40
+            assert (out / kind / "images" / scene["split"] / scene["image_filename"]).is_file()
+    assert cli_main(argv) == 0  # resumes: nothing left to generate or render
+    report = json.loads(capsys.readouterr().out)
+    assert (report["generated"], report["render"]["rendered"], report["render"]["skipped"]) == (0, 0, 4)
