@@ -234,7 +234,7 @@ def as_camera(camera: Any):
 
 
 def as_image(image: Any) -> np.ndarray:
-    """The image as a C-contiguous uint8 array of shape (H, W, 3), RGB.
+    """The image as a writable, C-contiguous uint8 array of shape (H, W, 3), RGB.
 
     Accepts a file path (PNG, JPEG, ...), a PIL image, or a numpy array (H, W, 3) / (H, W, 4) of uint8
     (0-255) or floats in [0, 1] (alpha dropped).
@@ -252,12 +252,12 @@ def as_image(image: Any) -> np.ndarray:
             raise PipelineError("reading image files needs Pillow: pip install 'clevr-poc[vision]'") from None
         try:
             with Image.open(path) as opened:
-                return np.ascontiguousarray(np.asarray(opened.convert("RGB"), dtype=np.uint8))
+                return np.array(opened.convert("RGB"), dtype=np.uint8)
         except (UnidentifiedImageError, OSError) as exc:
             raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path,
                               field="image") from None
     if hasattr(image, "convert") and hasattr(image, "size") and hasattr(image, "mode"):  # PIL.Image.Image
-        return np.ascontiguousarray(np.asarray(image.convert("RGB"), dtype=np.uint8))
+        return np.array(image.convert("RGB"), dtype=np.uint8)
     if isinstance(image, np.ndarray):
         array = image
         if array.ndim == 3 and array.shape[2] == 4:
@@ -266,7 +266,7 @@ def as_image(image: Any) -> np.ndarray:
             raise FormatError("an image array must have shape (H, W, 3) (RGB) or (H, W, 4) (RGBA)", field="image",
                               value=tuple(image.shape))
         if array.dtype == np.uint8:
-            return np.ascontiguousarray(array)
+            return np.ascontiguousarray(array) if array.flags.writeable else np.array(array)
         if np.issubdtype(array.dtype, np.floating):
             if not np.isfinite(array).all() or array.min() < 0 or array.max() > 1:
                 raise FormatError("a float image array must hold finite values in [0, 1]", field="image",

@@ -233,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
     settings = {"environments": args.environments, "questions_per_environment": args.questions,
                 "questions": len(examples), "seed": args.seed, "samples": args.samples,
                 "decoding": "argmax" if args.argmax_decoding else "constraints", "models": str(models)}
+    if example and example["json"]["image"]:
+        example["image_link"] = Path(os.path.relpath(example["json"]["image"], report_dir)).as_posix()
     text = demo_markdown(settings, reports, perception, example, timings, sorted(written))
     from clevr_poc._io import atomic_write_json, atomic_write_text
 
@@ -372,7 +374,7 @@ def demo_markdown(settings: Mapping[str, Any], reports: Mapping[str, Any], perce
         "# clevr_poc demo: a small benchmark answered from pixels", "",
         f"Generated {settings['environments']} environments x {settings['questions_per_environment']} questions "
         f"(seed {settings['seed']}), rendered with Blender ({settings['samples']} samples per pixel), answered by "
-        f"perception ({settings['decoding']} decoding) + the BiLSTM question parser + clingo. Two references "
+        f"perception ({'constraint-aware' if settings['decoding'] == 'constraints' else 'argmax'} decoding) + the BiLSTM question parser + clingo. Two references "
         f"isolate the errors: `{GOLD_SCENE_MODEL}` (the parser's errors only) and `{GOLD_MODEL}` (the labelling "
         "pipeline; 1.0 by construction).", "",
         "Exact accuracy (paper eq. 2) and Jaccard index (eq. 3), per query attribute:", "",
@@ -380,11 +382,14 @@ def demo_markdown(settings: Mapping[str, Any], reports: Mapping[str, Any], perce
         "## Perception", "", *_perception_lines(perception), "",
     ]
     if example:
-        lines += ["## Worked example", "", "```text", example["text"], "```", ""]
+        lines += ["## Worked example", ""]
+        if example.get("image_link"):
+            lines += [f"![the partial scene]({example['image_link']})", ""]
+        lines += ["```text", example["text"], "```", ""]
     lines += ["## Time (seconds, wall clock)", "", "| phase | seconds |", "|---|---:|",
               *(f"| {k} | {v:.1f} |" for k, v in timings.items()), "",
               "## Files", "", *(f"- [{name}]({name})" for name in files), ""]
-    plots = [name for name in files if name.endswith(".png")]
+    plots = [name for name in files if name.endswith(".png") and ("by_attribute" in name or "compare_" in name)]
     if plots:
         lines += ["## Plots", "", *(f"![{name}]({name})" for name in plots), ""]
     return "\n".join(lines)
