@@ -63,6 +63,7 @@ def test_mkdocs_build_strict(tmp_path):
     pipeline_page = (site / "api" / "pipeline" / "index.html").read_text(encoding="utf-8")
     for name in ("Pipeline", "from_pretrained", "answer_batch", "CheckpointNotFoundError"):
         assert name in pipeline_page
+    assert ":class:" not in pipeline_page and "<code>~" not in pipeline_page  # Sphinx roles cleaned by the hook
     reasoner_page = (site / "api" / "reasoning" / "index.html").read_text(encoding="utf-8")
     assert "brave consequences" in reasoner_page
     assert (site / "tutorials" / "quickstart" / "index.html").is_file()
