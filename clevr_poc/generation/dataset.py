@@ -464,10 +464,10 @@ def _dumps(data: Any) -> str:
 def generate_example(task: ExampleTask) -> ExampleResult:
     """Generate one example (complete scene, layout, visibility check, partial scene, labelled question).
 
-    Per attempt: draw a scene graph, place it, choose the hidden object, check the layout from the
-    render camera (``task.visibility``; re-place and re-choose up to ``max_relayouts`` times, then
-    give the scene graph up), generate the question. Without a check, the random draws are those of
-    format version 1.
+    Per attempt: draw a scene graph, place it, choose the hidden object, generate the question (none:
+    next attempt), check the layout from the render camera (``task.visibility``; on failure re-place,
+    re-choose and re-ask up to ``max_relayouts`` times, then give the scene graph up). Without a check,
+    the random draws are those of format version 1.
 
     Deterministic in ``task``. Raises :class:`GenerationError` when no attribute yields a question.
     """
@@ -491,7 +491,7 @@ def generate_example(task: ExampleTask) -> ExampleResult:
             rng = random.Random(derive_seed(task.seed, "example", environment.id, spec.local_index,
                                             round_ * task.max_attempts + attempt))
             graph = sampler.sample(rng)
-            complete = None
+            complete = question = None
             for _ in range(relayouts):
                 try:
                     placed = place_objects(graph, rng).scene
@@ -499,6 +499,10 @@ def generate_example(task: ExampleTask) -> ExampleResult:
                     placement_failures += 1
                     break
                 hidden = choose_hidden(placed, rng)
+                # the question first (a few ms): the check (tens of ms) only runs on layouts worth keeping
+                question = generator.generate(environment, placed, hidden, rng, query_attribute=attribute)
+                if question is None:  # no valid question about this scene: next attempt
+                    break
                 if check is None:
                     complete = placed
                     break
@@ -516,9 +520,6 @@ def generate_example(task: ExampleTask) -> ExampleResult:
             else:
                 resamples += 1
             if complete is None:
-                continue
-            question = generator.generate(environment, complete, hidden, rng, query_attribute=attribute)
-            if question is None:
                 continue
             result = ExampleResult(spec, "", "", "", attribute, attempts, placement_failures, 0.0,
                                    layouts_checked, rejections, resamples, rejected_objects, rejected_images,

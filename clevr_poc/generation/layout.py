@@ -298,8 +298,8 @@ class VisibilityCheck:
         in the complete image; scope ``"partial"`` accepts the hidden object under it and, when another
         object is under it, ray-casts the partial image (removing the hidden object may uncover it).
 
-        Cost: about 0.1 s at 320 x 240 with 5-9 objects, mostly the projected convex hulls (see
-        docs/rendering.md and the generation benchmark).
+        Cost: about 25 ms of CPU at 320 x 240 with 5-9 objects, half of it the projected convex hulls
+        (``benchmarks/visibility.py``, docs/rendering.md).
 
         Raises:
             FormatError: an object without ``3d_coords`` or with a bad ``rotation``; ``hidden`` not an
