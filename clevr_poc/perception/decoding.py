@@ -1,0 +1,222 @@
+"""Constraint-aware decoding of perceived scenes with clingo (paper §5, "symbolic knowledge in visual
+perception network"). Torch-free.
+
+Plain decoding takes, for every detection above a score threshold, the most probable value of each
+attribute and region (:func:`argmax_decode`). That scene can contradict the environment the image comes
+from: a value the environment forbids in a region, two identical objects, four objects in a region, or
+more (or fewer) objects than the N-1 the environment implies. :func:`constraint_decode` instead picks
+the most probable scene that is *consistent*:
+
+    argmin  sum_d [ keep_d * (-log s_d - sum_a log p_d(a = v_{d,a}) - log p_d(region = r_d))
+                    + (1 - keep_d) * (-log(1 - s_d)) ]
+    s.t.    background theory + environment constraints hold for the kept detections plus the unseen
+            objects (N objects in all; the unseen ones — the hidden object — are free),
+            min(K, N-1) detections are kept, and relations seen between kept detections agree with
+            their regions,
+
+with the attributes and regions of different detections independent given the image. The program is
+``asp/perception_decoding.lp`` (weak constraints, costs = -log p scaled to integers); Python only writes
+its parameter facts. clingo's optimisation proves the optimum (or returns the best scene found when the
+time limit interrupts it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import clingo
+import numpy as np
+
+from clevr_poc import domain
+from clevr_poc.environments.environment import Environment
+from clevr_poc.errors import FormatError
+from clevr_poc.knowledge import read_asp
+from clevr_poc.reasoning.watchdog import WATCHDOG
+from clevr_poc.scene import compute_relationships
+
+#: Costs are ``round(COST_SCALE * -log p)`` (clingo optimises integers): 1000 keeps ratios of
+#: probabilities to 0.1 % precision.
+COST_SCALE = 1000
+#: Probabilities are clipped to [MIN_PROBABILITY, 1 - MIN_PROBABILITY] before the logarithm, so that a
+#: value the network rules out stays possible (cost 13.8 * COST_SCALE) when the constraints demand it.
+MIN_PROBABILITY = 1e-6
+
+
+@dataclass(frozen=True)
+class ObjectCandidate:
+    """One detection with its probability distributions.
+
+    Attributes:
+        score: detector confidence in (0, 1) that the box is an object.
+        probabilities: attribute -> probabilities over :data:`clevr_poc.domain.DOMAINS` ``[attribute]``
+            (in that order, summing to 1).
+        region_probabilities: probabilities of regions 0..3.
+        position: estimated world ``(x, y)`` of the centre (world units), for relationships.
+    """
+
+    score: float
+    probabilities: Mapping[str, Sequence[float]]
+    region_probabilities: Sequence[float]
+    position: tuple[float, float]
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.score) <= 1.0:
+            raise FormatError("a detection score is a probability in [0, 1]", field="score", value=self.score)
+        for attribute in domain.ATTRIBUTES:
+            p = self.probabilities.get(attribute) if isinstance(self.probabilities, Mapping) else None
+            if p is None or len(p) != len(domain.DOMAINS[attribute]):
+                raise FormatError(f"needs {len(domain.DOMAINS[attribute])} probabilities",
+                                  field=f"probabilities.{attribute}", value=p)
+            if any(not (0.0 <= float(v) <= 1.0) for v in p):
+                raise FormatError("probabilities must lie in [0, 1]", field=f"probabilities.{attribute}", value=p)
+        if len(self.region_probabilities) != len(domain.REGIONS):
+            raise FormatError("needs 4 region probabilities", field="region_probabilities",
+                              value=self.region_probabilities)
+
+    def argmax(self, attribute: str) -> str:
+        """The most probable value of ``attribute``."""
+        return domain.DOMAINS[attribute][int(np.argmax(self.probabilities[attribute]))]
+
+    @property
+    def argmax_region(self) -> int:
+        return int(np.argmax(self.region_probabilities))
+
+
+@dataclass(frozen=True)
+class DecodedScene:
+    """The decoding of a list of candidates.
+
+    Attributes:
+        keep: indices of the candidates that are objects, in candidate order.
+        values: per kept candidate, attribute -> value.
+        regions: per kept candidate, its region.
+        cost: the objective (sum of scaled -log probabilities; None for :func:`argmax_decode`).
+        status: ``"argmax"``, ``"optimal"`` (proven optimum), ``"interrupted"`` (best scene found within
+            the time limit) or ``"unsatisfiable"`` (no consistent scene: the argmax scene is returned).
+        relations_used: whether the relations between detections took part (they are dropped on a
+            second try when the first is unsatisfiable).
+    """
+
+    keep: tuple[int, ...]
+    values: tuple[Mapping[str, str], ...]
+    regions: tuple[int, ...]
+    cost: int | None
+    status: str
+    relations_used: bool = field(default=True)
+
+
+def _cost(p: float) -> int:
+    p = min(max(float(p), MIN_PROBABILITY), 1.0 - MIN_PROBABILITY)
+    return int(round(-COST_SCALE * math.log(p)))
+
+
+def argmax_decode(candidates: Sequence[ObjectCandidate], threshold: float = 0.5) -> DecodedScene:
+    """Plain decoding: the candidates with ``score >= threshold``, each attribute and region at its
+    most probable value."""
+    keep = tuple(i for i, c in enumerate(candidates) if c.score >= threshold)
+    values = tuple({a: candidates[i].argmax(a) for a in domain.ATTRIBUTES} for i in keep)
+    regions = tuple(candidates[i].argmax_region for i in keep)
+    return DecodedScene(keep, values, regions, None, "argmax")
+
+
+def decoding_facts(candidates: Sequence[ObjectCandidate], num_objects: int, *, relations: bool = True) -> str:
+    """The parameter facts of ``asp/perception_decoding.lp`` for ``candidates`` in an environment of
+    ``num_objects`` objects (hidden object included)."""
+    k = len(candidates)
+    keep_count = min(k, num_objects - 1)
+    lines = [f"keep_count({keep_count})."]
+    if k:
+        lines.append(f"detection(0..{k - 1}).")
+    unseen = num_objects - keep_count
+    lines.append(f"unseen({k}..{k + unseen - 1}).")
+    for d, c in enumerate(candidates):
+        lines.append(f"keep_cost({d},{_cost(c.score)}). drop_cost({d},{_cost(1.0 - float(c.score))}).")
+        for attribute in domain.ATTRIBUTES:
+            lines.append(" ".join(f"cost({d},{attribute},{v},{_cost(p)})."
+                                  for v, p in zip(domain.DOMAINS[attribute], c.probabilities[attribute])))
+        lines.append(" ".join(f"region_cost({d},{r},{_cost(p)})." for r, p in zip(domain.REGIONS,
+                                                                                     c.region_probabilities)))
+    if relations and k > 1:
+        rel = compute_relationships([c.position for c in candidates])
+        for name in domain.RELATIONS:
+            for i, row in enumerate(rel[name]):
+                if row:
+                    lines.append(" ".join(f"observed({name},{i},{j})." for j in row))
+    return "\n".join(lines) + "\n"
+
+
+#: clingo optimisation strategies tried in turn: core-guided (``usc``) proves most optima in
+#: milliseconds but can stall on pair-counting constraints, where branch and bound (``bb``, started
+#: from the argmax scene by the program's ``#heuristic`` statements) is quick; ``usc`` gets this share
+#: of the time limit.
+USC_SHARE = 0.25
+
+
+def _solve_with(program: str, options: list[str], time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
+    control = clingo.Control(["--opt-mode=opt", "--warn=none", *options], logger=lambda code, message: None)
+    control.add("base", [], program)
+    control.ground([("base", [])])
+    best: list[clingo.Symbol] = []
+    cost: int | None = None
+    with WATCHDOG.limit(control, time_limit) as fired:
+        with control.solve(yield_=True) as handle:
+            for model in handle:
+                best = model.symbols(shown=True)
+                cost = int(sum(model.cost)) if model.cost else 0
+            result = handle.get()
+    if fired[0] or result.interrupted:
+        return "interrupted", best, cost
+    return ("optimal" if best else "unsatisfiable"), best, cost
+
+
+def _solve(program: str, time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
+    """Core-guided first, then branch and bound; the better of the two when neither proves the optimum."""
+    status, best, cost = _solve_with(program, ["--opt-strategy=usc"], time_limit * USC_SHARE)
+    if status != "interrupted":
+        return status, best, cost
+    status2, best2, cost2 = _solve_with(program, ["--opt-strategy=bb", "--heuristic=Domain"],
+                                        time_limit * (1 - USC_SHARE))
+    if status2 != "interrupted" or cost is None or (cost2 is not None and cost2 <= cost):
+        return status2, best2, cost2
+    return status, best, cost
+
+
+def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Environment, *, time_limit: float = 10.0,
+                      fallback_threshold: float = 0.5) -> DecodedScene:
+    """The most probable scene consistent with ``environment`` (module doc).
+
+    Args:
+        candidates: the detections (pass every box above a low score, e.g. 0.2: the count N-1 decides
+            among the doubtful ones).
+        environment: the image's environment (constraints and N, the hidden object included).
+        time_limit: seconds for clingo; when it runs out the best scene found so far is returned
+            (``status="interrupted"``), or the argmax scene if none was found.
+        fallback_threshold: score threshold of the argmax scene returned when no consistent scene exists.
+    """
+    if time_limit <= 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
+    base = read_asp("background.lp") + "\n" + read_asp("perception_decoding.lp") + "\n" + environment.constraints_asp()
+    for relations in (True, False):
+        program = base + "\n" + decoding_facts(candidates, environment.num_objects, relations=relations)
+        status, symbols, cost = _solve(program, time_limit)
+        if symbols:
+            break
+        if status == "interrupted":
+            fallback = argmax_decode(candidates, fallback_threshold)
+            return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, "interrupted", relations)
+    else:
+        fallback = argmax_decode(candidates, fallback_threshold)
+        return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, "unsatisfiable", False)
+    keep = sorted(s.arguments[0].number for s in symbols if s.name == "keep")
+    kept = set(keep)
+    values: dict[int, dict[str, str]] = {d: {} for d in keep}
+    regions: dict[int, int] = {}
+    for s in symbols:
+        if s.name == "hasProperty" and s.arguments[0].number in kept:
+            values[s.arguments[0].number][s.arguments[1].name] = s.arguments[2].name
+        elif s.name == "at" and s.arguments[0].number in kept:
+            regions[s.arguments[0].number] = s.arguments[1].number
+    return DecodedScene(tuple(keep), tuple(values[d] for d in keep), tuple(regions[d] for d in keep), cost, status,
+                        relations)

@@ -1,0 +1,248 @@
+"""Measuring perception on rendered partial-scene images: detection, attributes, regions, relationships,
+whole scenes, and the answers the reasoner gives from perceived scenes.
+
+For every example of a split (``clevr_poc.dataset.load_dataset``: environment, partial scene with
+ground truth, question, image) the detector runs once; its detections are decoded twice, plainly
+(``argmax``) and consistently with the example's environment (``constraints``,
+:mod:`clevr_poc.perception.decoding`). Predicted objects are matched to the visible ground-truth
+objects greedily by descending score at IoU >= 0.5 (the usual detection criterion).
+
+Metrics per decoding:
+
+* ``detection``: precision and recall of the objects kept (IoU 0.5);
+* ``attributes``: accuracy of color/shape/size/material over matched objects;
+* ``region``: accuracy of the region over matched objects; ``position_error``: mean distance (world
+  units) between estimated and true centres;
+* ``relationships``: over ordered pairs of matched objects and the 4 relations, how often "j is rel of
+  i" agrees with the ground truth;
+* ``scene_exact``: images where every visible object is found, nothing else is, and all 4 attributes
+  and the region of every object are right;
+* ``answers``: exact-match accuracy of the reasoner's answer (gold ASP query, official semantics) from
+  the perceived scene against the gold answer; ``answers_gold_scene`` is the same from the ground-truth
+  scene (1.0 by construction, a check).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from clevr_poc import domain
+from clevr_poc.dataset import load_dataset
+from clevr_poc.errors import FormatError
+from clevr_poc.perception.data import rendered_image
+from clevr_poc.scene import Scene
+
+IOU_THRESHOLD = 0.5
+DECODINGS: tuple[str, ...] = ("argmax", "constraints")
+
+
+def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection over union of two ``(x1, y1, x2, y2)`` boxes."""
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def match_objects(predicted: Sequence[Sequence[float]], scores: Sequence[float], truth: Sequence[Sequence[float]],
+                  threshold: float = IOU_THRESHOLD) -> list[tuple[int, int]]:
+    """Greedy matching by descending score: pairs ``(predicted index, truth index)`` with IoU >= threshold."""
+    order = sorted(range(len(predicted)), key=lambda i: -scores[i])
+    used: set[int] = set()
+    pairs = []
+    for i in order:
+        best, best_iou = None, threshold
+        for j, t in enumerate(truth):
+            if j in used:
+                continue
+            iou = box_iou(predicted[i], t)
+            if iou >= best_iou:
+                best, best_iou = j, iou
+        if best is not None:
+            used.add(best)
+            pairs.append((i, best))
+    return pairs
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.tp = self.fp = self.fn = 0
+        self.attribute_right = {a: 0 for a in domain.ATTRIBUTES}
+        self.region_right = 0
+        self.matched = 0
+        self.position_errors: list[float] = []
+        self.relation_right = self.relation_total = 0
+        self.scene_exact = 0
+        self.answer_right = 0
+        self.answered = 0
+        self.images = 0
+
+    def report(self) -> dict[str, Any]:
+        def ratio(a: float, b: float) -> float | None:
+            return round(a / b, 4) if b else None
+
+        return {
+            "images": self.images,
+            "detection": {"precision": ratio(self.tp, self.tp + self.fp), "recall": ratio(self.tp, self.tp + self.fn),
+                          "true_positives": self.tp, "false_positives": self.fp, "false_negatives": self.fn},
+            "attributes": {a: ratio(v, self.matched) for a, v in self.attribute_right.items()},
+            "region": ratio(self.region_right, self.matched),
+            "position_error": round(float(np.mean(self.position_errors)), 4) if self.position_errors else None,
+            "relationships": ratio(self.relation_right, self.relation_total),
+            "scene_exact": ratio(self.scene_exact, self.images),
+            "answers": ratio(self.answer_right, self.answered),
+        }
+
+
+def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, truth_objects: list,
+           answer_ok: bool | None) -> None:
+    tally.images += 1
+    boxes = []
+    for o in scene.objects:
+        x, y, w, h = o.extra["bbox"]
+        boxes.append((x, y, x + w, y + h))
+    scores = [o.extra["score"] for o in scene.objects]
+    pairs = match_objects(boxes, scores, truth_boxes)
+    tally.tp += len(pairs)
+    tally.fp += len(boxes) - len(pairs)
+    tally.fn += len(truth_boxes) - len(pairs)
+    all_right = len(pairs) == len(boxes) == len(truth_boxes)
+    for i, j in pairs:
+        p, t = scene.objects[i], truth_objects[j]
+        tally.matched += 1
+        for a in domain.ATTRIBUTES:
+            ok = p.attribute(a) == t.attribute(a)
+            tally.attribute_right[a] += ok
+            all_right &= ok
+        tally.region_right += p.region == t.region
+        all_right &= p.region == t.region
+        tally.position_errors.append(float(np.hypot(p.coords_3d[0] - t.centre[0], p.coords_3d[1] - t.centre[1])))
+    for rel in domain.RELATIONS:
+        predicted_rows = scene.relationships.get(rel, ())
+        truth_rows = truth_scene.relationships.get(rel, ())
+        if not truth_rows:
+            continue
+        for i, ti in pairs:
+            for j, tj in pairs:
+                if i == j:
+                    continue
+                tally.relation_total += 1
+                tally.relation_right += (j in predicted_rows[i]) == (truth_objects[tj].index in
+                                                                     truth_rows[truth_objects[ti].index])
+    tally.scene_exact += all_right
+    if answer_ok is not None:
+        tally.answered += 1
+        tally.answer_right += answer_ok
+
+
+def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "test", limit: int | None = None,
+             decode: bool = True, answers: bool = True, progress: bool = True) -> dict[str, Any]:
+    """Metrics (module doc) of ``perception`` on the rendered partial-scene images of ``split``.
+
+    Returns ``{"split", "images", "argmax": {...}, "constraints": {...} (when ``decode``),
+    "gain": constraints minus argmax for the headline numbers, "decoding": statuses and seconds,
+    "seconds_per_image"}``.
+
+    Raises:
+        FormatError: not a dataset folder, no such split, or no rendered image in it.
+    """
+    from tqdm import tqdm
+
+    from clevr_poc.reasoning import Reasoner
+
+    data = load_dataset(dataset, split=split)
+    examples = [e for e in data if e.image_path is not None]
+    if limit is not None:
+        examples = examples[:limit]
+    if not examples:
+        raise FormatError(f"no rendered partial-scene image in split {split!r} (render it first)", source=dataset,
+                          field="split", value=split)
+    reasoner = Reasoner() if answers else None
+    tallies = {name: _Tally() for name in (DECODINGS if decode else DECODINGS[:1])}
+    gold = _Tally()
+    statuses: dict[str, int] = {}
+    changed = 0
+    detect_seconds = decode_seconds = 0.0
+    for example in tqdm(examples, desc="evaluate", disable=not progress, unit="image"):
+        root = example.image_path.parent.parent.parent
+        scene_path = root / "scenes" / example.image_path.parent.name / f"CLEVR_{example.image_index:06d}.json"
+        truth = rendered_image(scene_path, example.image_path)
+        truth_boxes = [o.box for o in truth.objects]
+        camera = truth.camera
+        start = time.perf_counter()
+        detections = perception.detect(example.image_path, camera)
+        detect_seconds += time.perf_counter() - start
+        scenes = {"argmax": perception.decode(detections, camera)}
+        if decode:
+            start = time.perf_counter()
+            scenes["constraints"] = perception.decode(detections, camera, example.environment)
+            decode_seconds += time.perf_counter() - start
+            status = scenes["constraints"].extra["perception"]["decoding"]
+            statuses[status] = statuses.get(status, 0) + 1
+            changed += scenes["constraints"].to_asp_facts() != scenes["argmax"].to_asp_facts()
+        for name, scene in scenes.items():
+            answer_ok = None
+            if reasoner is not None and example.question.answer is not None:
+                answer = reasoner.answer(example.environment, scene, example.question.asp_query)
+                answer_ok = answer.values == example.question.answer
+            _score(tallies[name], scene, truth.scene, truth_boxes, list(truth.objects), answer_ok)
+        if reasoner is not None and example.question.answer is not None:
+            answer = reasoner.answer(example.environment, example.partial_scene, example.question.asp_query)
+            gold.answered += 1
+            gold.answer_right += answer.values == example.question.answer
+    report: dict[str, Any] = {"split": split, "images": len(examples)}
+    for name, tally in tallies.items():
+        report[name] = tally.report()
+    if decode:
+        a, c = report["argmax"], report["constraints"]
+        gain = {key: _diff(c[key], a[key]) for key in ("scene_exact", "region", "relationships", "answers")}
+        gain.update({f"attribute_{k}": _diff(c["attributes"][k], a["attributes"][k]) for k in domain.ATTRIBUTES})
+        gain["detection_precision"] = _diff(c["detection"]["precision"], a["detection"]["precision"])
+        gain["detection_recall"] = _diff(c["detection"]["recall"], a["detection"]["recall"])
+        report["gain"] = gain
+        report["decoding"] = {"statuses": statuses, "changed_scenes": changed,
+                              "seconds_per_image": round(decode_seconds / len(examples), 4)}
+    if answers:
+        report["answers_gold_scene"] = round(gold.answer_right / gold.answered, 4) if gold.answered else None
+    report["detect_seconds_per_image"] = round(detect_seconds / len(examples), 4)
+    return report
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a - b, 4)
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """A short plain-text table of :func:`evaluate`'s report."""
+    lines = [f"split {report['split']}: {report['images']} images"]
+    names = [n for n in DECODINGS if n in report]
+    header = f"{'metric':<24}" + "".join(f"{n:>13}" for n in names)
+    lines.append(header)
+
+    def row(label: str, get) -> None:
+        values = []
+        for n in names:
+            v = get(report[n])
+            values.append(f"{v:>13.4f}" if isinstance(v, float) else f"{str(v):>13}")
+        lines.append(f"{label:<24}" + "".join(values))
+
+    row("detection precision", lambda r: r["detection"]["precision"])
+    row("detection recall", lambda r: r["detection"]["recall"])
+    for a in domain.ATTRIBUTES:
+        row(f"{a} accuracy", lambda r, a=a: r["attributes"][a])
+    row("region accuracy", lambda r: r["region"])
+    row("position error (units)", lambda r: r["position_error"])
+    row("relationship accuracy", lambda r: r["relationships"])
+    row("scene exact", lambda r: r["scene_exact"])
+    row("answer accuracy", lambda r: r["answers"])
+    if "decoding" in report:
+        lines.append(f"constraint-aware decoding: {report['decoding']}")
+    if report.get("answers_gold_scene") is not None:
+        lines.append(f"answer accuracy from gold scenes: {report['answers_gold_scene']}")
+    lines.append(f"detection + attributes: {report['detect_seconds_per_image']} s per image")
+    return "\n".join(lines)

@@ -1,0 +1,254 @@
+"""``Perception``: image + camera -> :class:`~clevr_poc.scene.Scene` (detector, attribute network,
+ground geometry, optional constraint-aware decoding).
+
+::
+
+    perception = Perception.from_pretrained("models/perception")      # folder or .pt file
+    scene = perception("CLEVR_test_000003.png", camera)                 # argmax decoding
+    scene = perception(image_array, camera, environment=env)            # most probable consistent scene
+
+Each object of the returned scene carries, in ``extra``: ``probabilities`` (attribute -> value ->
+probability), ``region_probabilities`` (region id as a string -> probability), ``score`` (detector),
+``bbox`` (``[x, y, w, h]`` pixels, COCO) and ``detection`` (index among the candidates); ``3d_coords``
+is the estimated centre (x, y, half the object's height for its size). The scene's ``extra`` holds the
+``camera`` and ``perception`` (decoding status, cost, thresholds). Relationships follow the official
+convention from the estimated centres.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from clevr_poc import domain
+from clevr_poc.environments.environment import Environment
+from clevr_poc.errors import FormatError
+from clevr_poc.perception import geometry as geo
+from clevr_poc.perception.data import load_image
+from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
+from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
+from clevr_poc.perception.training import MODEL_FORMAT
+from clevr_poc.rendering.geometry import Camera, project
+from clevr_poc.scene import Scene, SceneObject, compute_relationships
+
+#: Default detection score an object needs in argmax decoding.
+DEFAULT_SCORE_THRESHOLD = 0.5
+#: Detections above this score are candidates for constraint-aware decoding (the object count decides).
+DEFAULT_CANDIDATE_THRESHOLD = 0.2
+#: File name of the model inside a model folder.
+MODEL_FILE = "perception.pt"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One detected object before decoding.
+
+    Attributes:
+        box: ``(x1, y1, x2, y2)`` pixels.
+        candidate: score, attribute and region probabilities, estimated centre (world x, y).
+        offset: predicted centre offset from the ground point (forward, right), world units.
+    """
+
+    box: tuple[float, float, float, float]
+    candidate: ObjectCandidate
+    offset: tuple[float, float]
+
+
+def _as_image(image: Any, config: ModelConfig) -> np.ndarray:
+    """uint8 (H, W, 3) from a path, a PIL image or an array; :class:`FormatError` otherwise."""
+    if isinstance(image, (str, os.PathLike)):
+        array = load_image(image)
+    elif hasattr(image, "convert") and hasattr(image, "size"):  # PIL.Image
+        array = np.asarray(image.convert("RGB"), dtype=np.uint8)
+    elif isinstance(image, np.ndarray):
+        array = image
+        if array.ndim == 3 and array.shape[2] == 4:
+            array = array[:, :, :3]
+        if array.ndim != 3 or array.shape[2] != 3:
+            raise FormatError("an image array must be (H, W, 3) RGB (or RGBA)", field="image", value=array.shape)
+        if array.dtype != np.uint8:
+            if np.issubdtype(array.dtype, np.floating) and np.isfinite(array).all() and 0 <= array.min() \
+                    and array.max() <= 1:
+                array = (array * 255).round().astype(np.uint8)
+            else:
+                raise FormatError("an image array must be uint8 (0-255) or float in [0, 1]", field="image",
+                                  value=str(array.dtype))
+    else:
+        raise FormatError("an image is a file path, a PIL image or a numpy array", field="image",
+                          value=type(image).__name__)
+    if array.shape[:2] != (config.image_height, config.image_width):
+        raise FormatError(f"the model expects {config.image_width}x{config.image_height} images",
+                          field="image", value=f"{array.shape[1]}x{array.shape[0]}")
+    return np.ascontiguousarray(array)
+
+
+def _as_camera(camera: Any, config: ModelConfig) -> Camera:
+    if isinstance(camera, Camera):
+        cam = camera
+    elif isinstance(camera, dict):
+        cam = Camera.from_json(camera)
+    else:
+        raise FormatError("camera must be a clevr_poc.rendering.geometry.Camera or its JSON", field="camera",
+                          value=type(camera).__name__)
+    if (cam.width, cam.height) != (config.image_width, config.image_height):
+        raise FormatError("the camera's image size differs from the image's", field="camera.image_size",
+                          value=(cam.width, cam.height))
+    return cam
+
+
+class Perception:
+    """The perception pipeline.
+
+    Args:
+        detector: torchvision Faster R-CNN (:func:`~clevr_poc.perception.models.build_detector`).
+        attributes: :class:`~clevr_poc.perception.models.AttributeNet`.
+        config: their :class:`~clevr_poc.perception.models.ModelConfig`.
+        position_sigma: standard deviation (world units) of the estimated centres, for region
+            probabilities (measured when training).
+        score_threshold: detection score of an object in argmax decoding.
+        candidate_threshold: detection score of a candidate in constraint-aware decoding.
+        decode_time_limit: seconds for clingo per image.
+        metadata: training metadata of the model file.
+    """
+
+    def __init__(self, detector: torch.nn.Module, attributes: AttributeNet, config: ModelConfig, *,
+                 position_sigma: float = 0.3, score_threshold: float = DEFAULT_SCORE_THRESHOLD,
+                 candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
+                 metadata: dict[str, Any] | None = None) -> None:
+        self.detector = detector.eval()
+        self.attributes = attributes.eval()
+        self.config = config
+        self.position_sigma = float(position_sigma)
+        self.score_threshold = float(score_threshold)
+        self.candidate_threshold = float(candidate_threshold)
+        self.decode_time_limit = float(decode_time_limit)
+        self.metadata = dict(metadata or {})
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike[str], **kwargs: Any) -> "Perception":
+        """Load a model written by training (``perception.pt``, or a folder holding it).
+
+        Raises:
+            FormatError: no such file, or not a perception model (wrong format tag, missing weights,
+                weights that do not fit the stored configuration).
+        """
+        path = Path(path)
+        if path.is_dir():
+            path = path / MODEL_FILE
+        if not path.is_file():
+            raise FormatError("model file not found", source=path)
+        try:
+            data = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # corrupt or foreign file: many exception types
+            raise FormatError(f"not a readable model file ({exc.__class__.__name__})", source=path) from None
+        if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
+            raise FormatError(f"not a perception model (expected format {MODEL_FORMAT!r})", source=path,
+                              field="format", value=data.get("format") if isinstance(data, dict) else None)
+        try:
+            config = ModelConfig.from_json(data["model_config"])
+            detector = build_detector(config)
+            detector.load_state_dict({k: v.float() for k, v in data["detector"].items()})
+            attributes = AttributeNet(config)
+            attributes.load_state_dict({k: v.float() for k, v in data["attributes"].items()})
+        except (KeyError, TypeError, RuntimeError) as exc:
+            raise FormatError(f"the model's weights do not fit its configuration ({str(exc)[:120]})",
+                              source=path) from None
+        kwargs.setdefault("position_sigma", data.get("position_sigma", 0.3))
+        return cls(detector, attributes, config, metadata=data.get("training"), **kwargs)
+
+    # ------------------------------------------------------------------ inference
+    @torch.no_grad()
+    def detect(self, image: Any, camera: Any) -> list[Detection]:
+        """Every detection with score >= ``min(candidate_threshold, score_threshold)``, by descending score.
+
+        Raises:
+            FormatError: bad image (type, shape, size) or camera.
+        """
+        array = _as_image(image, self.config)
+        cam = _as_camera(camera, self.config)
+        tensor = torch.from_numpy(array).permute(2, 0, 1).float().div_(255.0)
+        output = self.detector([tensor])[0]
+        threshold = min(self.candidate_threshold, self.score_threshold)
+        keep = output["scores"] >= threshold
+        boxes, scores = output["boxes"][keep], output["scores"][keep]
+        if len(boxes) == 0:
+            return []
+        images = tensor[None]
+        crops, contexts = attribute_inputs(images, context_images(images, self.config),
+                                           torch.zeros(len(boxes), dtype=torch.long), boxes, self.config)
+        features = torch.from_numpy(np.stack([geo.box_features(b.tolist(), cam) for b in boxes]))
+        out = self.attributes(crops, contexts, features)
+        probs = {a: torch.softmax(out[a], dim=1).numpy().astype(float) for a in domain.ATTRIBUTES}
+        detections = []
+        for k, box in enumerate(boxes.tolist()):
+            offset = tuple(float(v) for v in out["offset"][k])
+            try:
+                x, y = geo.object_centre(box, cam, offset)
+            except ValueError:  # contact point above the horizon: no ground position
+                continue
+            candidate = ObjectCandidate(float(scores[k]), {a: tuple(probs[a][k]) for a in domain.ATTRIBUTES},
+                                        tuple(geo.region_probabilities(x, y, self.position_sigma)), (x, y))
+            detections.append(Detection(tuple(box), candidate, offset))
+        return detections
+
+    def decode(self, detections: Sequence[Detection], camera: Any, environment: Environment | None = None
+               ) -> Scene:
+        """The scene of ``detections``: argmax decoding, or constraint-aware decoding in ``environment``."""
+        cam = _as_camera(camera, self.config)
+        if environment is None:
+            decoded = argmax_decode([d.candidate for d in detections], self.score_threshold)
+        else:
+            index = [i for i, d in enumerate(detections) if d.candidate.score >= self.candidate_threshold]
+            inner = constraint_decode([detections[i].candidate for i in index], environment,
+                                      time_limit=self.decode_time_limit, fallback_threshold=self.score_threshold)
+            decoded = replace(inner, keep=tuple(index[i] for i in inner.keep))   # back to detection indices
+        return self._scene(detections, decoded, cam, environment)
+
+    def __call__(self, image: Any, camera: Any, environment: Environment | None = None) -> Scene:
+        """Perceive one image: ``image`` is a path, a PIL image or a uint8 (H, W, 3) array (float in [0, 1]
+        accepted); ``camera`` a :class:`~clevr_poc.rendering.geometry.Camera` or its JSON (the scene
+        JSON's ``camera``). With ``environment``, constraint-aware decoding (:mod:`.decoding`).
+
+        Raises:
+            FormatError: bad image or camera.
+        """
+        return self.decode(self.detect(image, camera), camera, environment)
+
+    # ------------------------------------------------------------------ scene
+    def _scene(self, detections: Sequence[Detection], decoded: DecodedScene, camera: Camera,
+               environment: Environment | None) -> Scene:
+        objects = []
+        for d_index, values, region in zip(decoded.keep, decoded.values, decoded.regions):
+            detection = detections[d_index]
+            c = detection.candidate
+            x, y = c.position
+            z = domain.SIZE_RADIUS[values["size"]] * (1 / np.sqrt(2) if values["shape"] == "cube" else 1.0)
+            try:
+                pixel = project((x, y, z), camera)
+            except ValueError:
+                pixel = None
+            x1, y1, x2, y2 = detection.box
+            extra = {
+                "probabilities": {a: {v: round(float(p), 6) for v, p in zip(domain.DOMAINS[a], c.probabilities[a])}
+                                  for a in domain.ATTRIBUTES},
+                "region_probabilities": {str(r): round(float(p), 6) for r, p in zip(domain.REGIONS,
+                                                                                     c.region_probabilities)},
+                "score": round(float(c.score), 6),
+                "bbox": [round(x1, 2), round(y1, 2), round(x2 - x1, 2), round(y2 - y1, 2)],
+                "detection": int(d_index),
+            }
+            objects.append(SceneObject(values["color"], values["shape"], values["size"], values["material"],
+                                       int(region), (float(x), float(y), float(z)), pixel, extra))
+        relationships = compute_relationships([o.coords_3d[:2] for o in objects])
+        info = {"decoding": decoded.status, "cost": decoded.cost, "score_threshold": self.score_threshold,
+                "candidate_threshold": self.candidate_threshold, "detections": len(detections)}
+        if environment is not None:
+            info["environment"] = environment.id
+            info["relations_used"] = decoded.relations_used
+        return Scene(tuple(objects), relationships, extra={"camera": camera.to_json(), "perception": info})

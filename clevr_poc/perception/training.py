@@ -1,0 +1,454 @@
+"""Training the detector and the attribute network on rendered CLEVR-POC images (resumable).
+
+Both networks train from scratch (no pre-trained weights can be downloaded) with AdamW, a linear
+warm-up and a cosine decay, on the images of one split (``incomplete`` and, when rendered, ``complete``
+scenes: complete images carry one more object each). Batches are a deterministic function of the seed
+and the step (a fresh permutation per epoch, augmentation drawn from ``(seed, step)``), so a run
+resumed from a checkpoint continues exactly where it stopped.
+
+Files in the output folder (every write atomic: temp file + rename):
+
+* ``detector.pt``, ``attributes.pt``: training states (weights, optimiser, step, losses), written every
+  ``checkpoint_every`` steps and at the end; a run finds them and resumes;
+* ``perception.pt``: the finished model (weights of both networks, :class:`ModelConfig`, the position
+  error ``position_sigma`` and training metadata), written when both parts are done; load it with
+  :meth:`clevr_poc.perception.Perception.from_pretrained`.
+
+The two parts are independent (the attribute network trains on ground-truth boxes, jittered), so two
+processes can train them at once (``--part detector`` / ``--part attributes``), one core each.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from clevr_poc import domain
+from clevr_poc.errors import FormatError
+from clevr_poc.perception import geometry as geo
+from clevr_poc.perception.data import RenderedImage, load_image, load_rendered
+from clevr_poc.perception.models import (
+    AttributeNet,
+    ModelConfig,
+    attribute_inputs,
+    build_detector,
+    context_images,
+)
+
+#: Format tag of ``perception.pt``.
+MODEL_FORMAT = "clevr_poc.perception/1"
+PARTS: tuple[str, ...] = ("detector", "attributes")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of a training run (stored in the checkpoints; a resumed run must use the same).
+
+    Attributes:
+        seed: seeds initialisation, batch order and augmentation.
+        detector_steps, detector_batch, detector_lr: detector optimisation (images per step).
+        attribute_steps, attribute_batch, attribute_lr: attribute network optimisation (objects per step).
+        weight_decay: AdamW weight decay (both).
+        warmup_steps: linear learning-rate warm-up (both).
+        box_jitter: the attribute network sees ground-truth boxes with each side moved by up to this
+            fraction of the box size (detector boxes are not exact).
+        checkpoint_every: steps between checkpoints.
+        kinds: scene kinds used (``incomplete``, ``complete``).
+    """
+
+    seed: int = 0
+    detector_steps: int = 1000
+    detector_batch: int = 4
+    detector_lr: float = 2e-3
+    attribute_steps: int = 1500
+    attribute_batch: int = 64
+    attribute_lr: float = 2e-3
+    weight_decay: float = 1e-4
+    warmup_steps: int = 100
+    box_jitter: float = 0.08
+    checkpoint_every: int = 100
+    kinds: tuple[str, ...] = ("incomplete", "complete")
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+@dataclass
+class TrainingData:
+    """Images of one split in memory.
+
+    Attributes:
+        records: the :class:`RenderedImage` records.
+        images: uint8 (N, 3, H, W).
+        contexts: float (N, 3, context_height, context_width).
+    """
+
+    records: list[RenderedImage]
+    images: torch.Tensor
+    contexts: torch.Tensor
+
+    @classmethod
+    def load(cls, dataset: str | os.PathLike[str], split: str, config: ModelConfig,
+             kinds: Sequence[str] = ("incomplete", "complete"), limit: int | None = None) -> "TrainingData":
+        """Read every rendered image of ``split``.
+
+        Raises:
+            FormatError: no rendered image, or an image whose size differs from ``config``'s.
+        """
+        records = [r for r in load_rendered(dataset, split, kinds=kinds, limit=limit) if r.objects]
+        if not records:
+            raise FormatError(f"no rendered image with visible objects in split {split!r} "
+                              "(render it first: python -m clevr_poc render)", source=dataset, field="split",
+                              value=split)
+        arrays = []
+        for r in records:
+            array = load_image(r.image_path)
+            if array.shape[:2] != (config.image_height, config.image_width):
+                raise FormatError(f"image is {array.shape[1]}x{array.shape[0]}, the model expects "
+                                  f"{config.image_width}x{config.image_height}", source=r.image_path)
+            arrays.append(array)
+        images = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).contiguous()
+        contexts = torch.cat([context_images(images[i:i + 64].float() / 255.0, config)
+                              for i in range(0, len(images), 64)])
+        return cls(records, images, contexts)
+
+    @property
+    def num_objects(self) -> int:
+        return sum(len(r.objects) for r in self.records)
+
+
+# ---------------------------------------------------------------------- helpers
+def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
+    """Linear warm-up over ``warmup`` steps to ``peak``, then cosine decay to ``peak / 20`` at ``total``."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def _batch_indices(step: int, batch: int, n: int, seed: int) -> list[int]:
+    """Indices of the ``step``-th batch: consecutive slices of a per-epoch permutation of ``range(n)``."""
+    out = []
+    for position in range(step * batch, (step + 1) * batch):
+        epoch, offset = divmod(position, n)
+        generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
+        out.append(int(torch.randperm(n, generator=generator)[offset]))
+    return out
+
+
+def atomic_torch_save(obj: Any, path: Path) -> None:
+    """``torch.save`` to a temp file in the same folder, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_state(path: Path) -> dict[str, Any] | None:
+    """A training state written by this module, or None when the file does not exist.
+
+    Raises:
+        FormatError: the file is not such a state.
+    """
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for corrupt files
+        raise FormatError(f"not a readable training checkpoint ({exc.__class__.__name__})", source=path) from None
+    if not isinstance(state, dict) or "step" not in state or "model" not in state:
+        raise FormatError("not a training checkpoint of clevr_poc.perception", source=path)
+    return state
+
+
+def _check_resume(state: dict[str, Any], train: TrainConfig, model: ModelConfig, path: Path) -> None:
+    for key, expected in (("train_config", train.to_json()), ("model_config", model.to_json())):
+        if state.get(key) != expected:
+            raise FormatError(f"the checkpoint was written with other settings ({key}); use another --out or "
+                              "the same settings", source=path, field=key)
+
+
+# ---------------------------------------------------------------------- detector
+def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Generator
+                    ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+    images, targets = [], []
+    for i in indices:
+        image = data.images[i].float() / 255.0
+        boxes = torch.tensor([o.box for o in data.records[i].objects], dtype=torch.float32)
+        if torch.rand((), generator=generator) < 0.5:  # horizontal flip (boxes only: no labels here)
+            image = image.flip(-1)
+            width = image.shape[-1]
+            boxes = torch.stack([width - boxes[:, 2], boxes[:, 1], width - boxes[:, 0], boxes[:, 3]], dim=1)
+        images.append(image)
+        targets.append({"boxes": boxes, "labels": torch.ones(len(boxes), dtype=torch.int64)})
+    return images, targets
+
+
+def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_config: ModelConfig, *,
+                   progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None
+                   ) -> dict[str, Any]:
+    """Train (or resume training) the detector; returns the last state (also in ``out/detector.pt``).
+
+    ``stop_after``: train at most this many steps now (a checkpoint is written; run again to go on).
+    """
+    from tqdm import tqdm
+
+    path = out / "detector.pt"
+    torch.manual_seed(train.seed)
+    detector = build_detector(model_config)
+    optimizer = torch.optim.AdamW(detector.parameters(), lr=train.detector_lr, weight_decay=train.weight_decay)
+    state = load_state(path)
+    if state is not None:
+        _check_resume(state, train, model_config, path)
+        detector.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        log(f"detector: resuming at step {state['step']} / {train.detector_steps}")
+    else:
+        state = {"step": 0, "losses": [], "seconds": 0.0}
+    detector.train()
+    step = state["step"]
+    bar = tqdm(total=train.detector_steps, initial=step, desc="detector", disable=not progress, unit="step")
+    start = time.perf_counter()
+    seconds0 = state["seconds"]
+    running: list[float] = []
+    last = train.detector_steps if stop_after is None else min(train.detector_steps, step + stop_after)
+    while step < last:
+        torch.manual_seed(train.seed * 1_000_003 + step)   # proposal sampling: the same after a resume
+        generator = torch.Generator().manual_seed(train.seed * 7919 + step)
+        images, targets = _detector_batch(data, _batch_indices(step, train.detector_batch, len(data.records),
+                                                               train.seed), generator)
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, train.detector_steps, train.detector_lr, train.warmup_steps)
+        losses = detector(images, targets)
+        loss = sum(losses.values())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(detector.parameters(), 10.0)
+        optimizer.step()
+        step += 1
+        running.append(float(loss.detach()))
+        bar.update(1)
+        bar.set_postfix(loss=f"{np.mean(running[-20:]):.3f}")
+        if step % train.checkpoint_every == 0 or step == last:
+            state = {"step": step, "model": detector.state_dict(), "optimizer": optimizer.state_dict(),
+                     "losses": state["losses"] + [float(np.mean(running))],
+                     "seconds": seconds0 + time.perf_counter() - start,
+                     "train_config": train.to_json(), "model_config": model_config.to_json(),
+                     "images": len(data.records)}
+            running = []
+            atomic_torch_save(state, path)
+    bar.close()
+    return state
+
+
+# ---------------------------------------------------------------------- attribute network
+@dataclass
+class _ObjectIndex:
+    image: np.ndarray     # int64 (M,)
+    boxes: np.ndarray     # float32 (M, 4)
+    labels: np.ndarray    # int64 (M, 4), attribute order of domain.ATTRIBUTES
+    centres: np.ndarray   # float64 (M, 2)
+
+
+def _object_index(data: TrainingData) -> _ObjectIndex:
+    image, boxes, labels, centres = [], [], [], []
+    for i, record in enumerate(data.records):
+        for o in record.objects:
+            image.append(i)
+            boxes.append(o.box)
+            labels.append([o.label(a) for a in domain.ATTRIBUTES])
+            centres.append(o.centre)
+    return _ObjectIndex(np.asarray(image, dtype=np.int64), np.asarray(boxes, dtype=np.float32),
+                        np.asarray(labels, dtype=np.int64), np.asarray(centres, dtype=np.float64))
+
+
+def attribute_batch(data: TrainingData, image_index: np.ndarray, boxes: np.ndarray, centres: np.ndarray | None,
+                    config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Network inputs (and the offset targets when ``centres`` is given) for boxes of training images."""
+    unique, local = np.unique(image_index, return_inverse=True)
+    images = data.images[torch.from_numpy(unique)].float() / 255.0
+    contexts = data.contexts[torch.from_numpy(unique)]
+    box_tensor = torch.from_numpy(np.asarray(boxes, dtype=np.float32))
+    crops, context = attribute_inputs(images, contexts, torch.from_numpy(local), box_tensor, config)
+    cameras = [data.records[i].camera for i in image_index]
+    features = torch.from_numpy(np.stack([geo.box_features(b, c) for b, c in zip(boxes, cameras)]))
+    batch = {"crops": crops, "contexts": context, "geometry": features}
+    if centres is not None:
+        offsets = []
+        for b, c, centre in zip(boxes, cameras, centres):
+            try:
+                gx, gy = geo.ground_point(b, c)
+                offsets.append(geo.world_to_offset((centre[0] - gx, centre[1] - gy), c))
+            except ValueError:
+                offsets.append((0.0, 0.0))
+        batch["offset"] = torch.tensor(offsets, dtype=torch.float32)
+    return batch
+
+
+def _jitter(boxes: np.ndarray, amount: float, rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    w = boxes[:, 2] - boxes[:, 0]
+    h = boxes[:, 3] - boxes[:, 1]
+    scale = np.stack([w, h, w, h], axis=1)
+    out = boxes + rng.uniform(-amount, amount, size=boxes.shape) * scale
+    out[:, [0, 2]] = out[:, [0, 2]].clip(0, width)
+    out[:, [1, 3]] = out[:, [1, 3]].clip(0, height)
+    out[:, 2] = np.maximum(out[:, 2], out[:, 0] + 2)
+    out[:, 3] = np.maximum(out[:, 3], out[:, 1] + 2)
+    return out.astype(np.float32)
+
+
+def attribute_loss(outputs: dict[str, torch.Tensor], labels: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Sum of the four cross-entropies and the smooth-L1 offset loss (world units, beta 0.2)."""
+    loss = sum(nn.functional.cross_entropy(outputs[a], labels[:, k]) for k, a in enumerate(domain.ATTRIBUTES))
+    return loss + nn.functional.smooth_l1_loss(outputs["offset"], offsets, beta=0.2)
+
+
+def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_config: ModelConfig, *,
+                     progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None
+                     ) -> dict[str, Any]:
+    """Train (or resume training) the attribute network; returns the last state (``out/attributes.pt``).
+
+    ``stop_after``: train at most this many steps now (a checkpoint is written; run again to go on).
+
+    At the end, ``position_sigma`` (world units) is the RMS error per axis of the predicted centres on
+    the training objects (boxes jittered as in training), used for region probabilities.
+    """
+    from tqdm import tqdm
+
+    path = out / "attributes.pt"
+    torch.manual_seed(train.seed + 1)
+    net = AttributeNet(model_config)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=train.attribute_lr, weight_decay=train.weight_decay)
+    state = load_state(path)
+    if state is not None:
+        _check_resume(state, train, model_config, path)
+        net.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        log(f"attributes: resuming at step {state['step']} / {train.attribute_steps}")
+    else:
+        state = {"step": 0, "losses": [], "seconds": 0.0}
+    index = _object_index(data)
+    n = len(index.image)
+    net.train()
+    step = state["step"]
+    bar = tqdm(total=train.attribute_steps, initial=step, desc="attributes", disable=not progress, unit="step")
+    start = time.perf_counter()
+    seconds0 = state["seconds"]
+    running: list[float] = []
+    W, H = model_config.image_width, model_config.image_height
+    last = train.attribute_steps if stop_after is None else min(train.attribute_steps, step + stop_after)
+    while step < last:
+        torch.manual_seed(train.seed * 1_000_003 + step)   # dropout: the same after a resume
+        rng = np.random.default_rng([train.seed, step])
+        chosen = np.asarray(_batch_indices(step, train.attribute_batch, n, train.seed + 1))
+        boxes = _jitter(index.boxes[chosen], train.box_jitter, rng, W, H)
+        batch = attribute_batch(data, index.image[chosen], boxes, index.centres[chosen], model_config)
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, train.attribute_steps, train.attribute_lr, train.warmup_steps)
+        outputs = net(batch["crops"], batch["contexts"], batch["geometry"])
+        loss = attribute_loss(outputs, torch.from_numpy(index.labels[chosen]), batch["offset"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(net.parameters(), 10.0)
+        optimizer.step()
+        step += 1
+        running.append(float(loss.detach()))
+        bar.update(1)
+        bar.set_postfix(loss=f"{np.mean(running[-20:]):.3f}")
+        done = step == train.attribute_steps
+        if step % train.checkpoint_every == 0 or step == last:
+            state = {"step": step, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
+                     "losses": state["losses"] + [float(np.mean(running))],
+                     "seconds": seconds0 + time.perf_counter() - start,
+                     "train_config": train.to_json(), "model_config": model_config.to_json(),
+                     "objects": n, "position_sigma": state.get("position_sigma")}
+            running = []
+            if done:
+                state["position_sigma"] = _position_sigma(net, data, index, train, model_config)
+            atomic_torch_save(state, path)
+    bar.close()
+    return state
+
+
+@torch.no_grad()
+def _position_sigma(net: AttributeNet, data: TrainingData, index: _ObjectIndex, train: TrainConfig,
+                    config: ModelConfig) -> float:
+    net.eval()
+    rng = np.random.default_rng([train.seed, 2**31])
+    errors = []
+    for s in range(0, len(index.image), 256):
+        chosen = np.arange(s, min(s + 256, len(index.image)))
+        boxes = _jitter(index.boxes[chosen], train.box_jitter / 2, rng, config.image_width, config.image_height)
+        batch = attribute_batch(data, index.image[chosen], boxes, index.centres[chosen], config)
+        predicted = net(batch["crops"], batch["contexts"], batch["geometry"])["offset"]
+        errors.append((predicted - batch["offset"]).numpy())
+    net.train()
+    return float(np.sqrt(np.mean(np.concatenate(errors) ** 2)))
+
+
+# ---------------------------------------------------------------------- the whole run
+def export_model(out: Path, model_config: ModelConfig, train: TrainConfig, *, dataset: str, split: str,
+                 detector_state: dict[str, Any], attribute_state: dict[str, Any]) -> Path:
+    """Write ``out/perception.pt`` (weights of both networks + metadata) from finished training states."""
+    model = {
+        "format": MODEL_FORMAT,
+        "model_config": model_config.to_json(),
+        "detector": detector_state["model"],
+        "attributes": attribute_state["model"],
+        "position_sigma": float(attribute_state.get("position_sigma") or 0.3),
+        "training": {"train_config": train.to_json(), "dataset": str(dataset), "split": split,
+                     "detector_seconds": detector_state["seconds"], "attribute_seconds": attribute_state["seconds"],
+                     "images": detector_state.get("images"), "objects": attribute_state.get("objects"),
+                     "detector_losses": detector_state["losses"], "attribute_losses": attribute_state["losses"],
+                     "torch": str(torch.__version__)},
+    }
+    path = out / "perception.pt"
+    atomic_torch_save(model, path)
+    return path
+
+
+def train(dataset: str | os.PathLike[str], out: str | os.PathLike[str], *, split: str = "train",
+          train_config: TrainConfig = TrainConfig(), model_config: ModelConfig = ModelConfig(),
+          parts: Sequence[str] = PARTS, progress: bool = True, limit: int | None = None,
+          stop_after: int | None = None, log: Callable[[str], None] = print) -> Path | None:
+    """Train the parts named in ``parts`` (resuming from ``out``), then export ``out/perception.pt`` when
+    both parts are finished; returns its path, or None while a part is unfinished.
+
+    Raises:
+        FormatError: no rendered images, or checkpoints written with other settings.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise FormatError(f"unknown part; expected some of {list(PARTS)}", field="part", value=unknown)
+    data = TrainingData.load(dataset, split, model_config, kinds=train_config.kinds, limit=limit)
+    log(f"{len(data.records)} images, {data.num_objects} visible objects ({split}, {list(train_config.kinds)})")
+    states: dict[str, dict[str, Any] | None] = {}
+    if "detector" in parts:
+        states["detector"] = train_detector(data, out, train_config, model_config, progress=progress, log=log,
+                                            stop_after=stop_after)
+    if "attributes" in parts:
+        states["attributes"] = train_attributes(data, out, train_config, model_config, progress=progress, log=log,
+                                                stop_after=stop_after)
+    for part, steps in (("detector", train_config.detector_steps), ("attributes", train_config.attribute_steps)):
+        state = states.get(part) or load_state(out / f"{part}.pt")
+        states[part] = state if state is not None and state["step"] >= steps else None
+    if states["detector"] is None or states["attributes"] is None:
+        return None
+    return export_model(out, model_config, train_config, dataset=str(dataset), split=split,
+                        detector_state=states["detector"], attribute_state=states["attributes"])
