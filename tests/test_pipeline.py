@@ -340,27 +340,62 @@ def test_perceive_checks_image_against_camera():
 
 
 # ---------------------------------------------------------------------- the shipped checkpoints
-needs_models = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("torchvision") is None
-    or not (ROOT / "models" / "perception" / "perception.pt").is_file()
-    or not (ROOT / "models" / "parser_bilstm" / "weights.pt").is_file()
-    or not (FIXTURE / "image.png").is_file(),
-    reason="needs torch, torchvision, the shipped checkpoints in models/ and the rendered fixture")
+HAVE_TORCH = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("torchvision") is not None
+needs_perception = pytest.mark.skipif(
+    not HAVE_TORCH or not (ROOT / "models" / "perception" / "perception.pt").is_file(),
+    reason="needs torch, torchvision and the shipped perception checkpoint (models/perception)")
+needs_parser = pytest.mark.skipif(
+    not HAVE_TORCH or not (ROOT / "models" / "parser_bilstm" / "weights.pt").is_file(),
+    reason="needs torch and the shipped BiLSTM parser (models/parser_bilstm)")
+FIXTURE_KEY = lambda scene: sorted((o.color, o.shape, o.size, o.material, o.region) for o in scene.objects)  # noqa: E731
 
 
-@needs_models
-def test_shipped_checkpoints_answer_the_fixture_from_pixels():
-    pipeline = Pipeline.from_pretrained(ROOT / "models")
+@needs_perception
+def test_shipped_perception_sees_the_fixture_and_answers_it():
+    pipeline = Pipeline.from_pretrained(ROOT / "models", parser="given")
     question = Question.from_file(FIXTURE / "question.json")
     gold_scene = Scene.from_file(FIXTURE / "scene.json")
-    answer = pipeline.answer(FIXTURE / "image.png", question.text, FIXTURE / "environment.lp",
-                             camera=FIXTURE / "scene.json")
-    assert answer.values == question.answer
-    assert answer.explanation is not None and len(answer.explanation.kept) == len(question.answer)
     perceived = pipeline.perceive(FIXTURE / "image.png", FIXTURE / "scene.json", FIXTURE / "environment.lp")
-    assert sorted((o.color, o.shape, o.size, o.material, o.region) for o in perceived.objects) == \
-        sorted((o.color, o.shape, o.size, o.material, o.region) for o in gold_scene.objects)
-    assert answer.scene_facts == perceived.to_asp_facts()
+    assert FIXTURE_KEY(perceived) == FIXTURE_KEY(gold_scene)
+    answer = pipeline.answer(FIXTURE / "image.png", question, FIXTURE / "environment.lp",
+                             camera=FIXTURE / "scene.json")
+    assert answer.values == frozenset({"yellow"}) == question.answer
+    assert sorted(e.value for e in answer.explanation.eliminated) == ["blue", "brown", "cyan", "gray", "green",
+                                                                      "purple", "red"]
+    assert all(e.constraints for e in answer.explanation.eliminated)  # each ruled out by the environment
+    # the same image as a PIL image and as an array, the camera as a Camera object
+    Image = pytest.importorskip("PIL.Image")
+    camera = as_camera(FIXTURE / "scene.json")
+    with Image.open(FIXTURE / "image.png") as image:
+        assert pipeline.answer(image, question, FIXTURE / "environment.lp", camera=camera,
+                               explain=False).values == answer.values
+        array = np.asarray(image.convert("RGB"))
+    assert pipeline.answer(array, question, FIXTURE / "environment.lp", camera=camera.to_json(),
+                           explain=False).scene_facts == answer.scene_facts
+
+
+@needs_parser
+def test_shipped_bilstm_parser_parses_the_fixture_question():
+    from clevr_poc.parsing import programs_equal
+
+    pipeline = Pipeline.from_pretrained(ROOT / "models", scene_source="given")
+    question = Question.from_file(FIXTURE / "question.json")
+    answer = pipeline.answer(question=question.text, environment=FIXTURE / "environment.lp",
+                             scene=FIXTURE / "scene.json")
+    assert programs_equal(answer.query, question.asp_query)
+    assert answer.values == question.answer
+
+
+@needs_perception
+@needs_parser
+def test_shipped_checkpoints_answer_the_fixture_from_pixels():
+    pipeline = Pipeline.from_pretrained()
+    assert pipeline.name == "NS-VQA (perception scene, BiLSTM ASP)"
+    question = Question.from_file(FIXTURE / "question.json")
+    answers = pipeline.answer_batch([(FIXTURE / "image.png", question.text, FIXTURE / "environment.lp", None,
+                                      FIXTURE / "scene.json")], explain=True)
+    assert answers[0].values == frozenset({"yellow"})
+    assert len(answers[0].explanation.eliminated) == 7
 
 
 # ---------------------------------------------------------------------- the demo command
