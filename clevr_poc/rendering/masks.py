@@ -29,7 +29,7 @@ BACKGROUND = -1
 
 
 # ---------------------------------------------------------------------- ray casting
-def instance_index_map(meshes: Sequence[Mesh], camera: Camera) -> np.ndarray:
+def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Sequence | None = None) -> np.ndarray:
     """The object seen at every pixel centre: int32 (height, width), object index or :data:`BACKGROUND`.
 
     A pixel centre sees a convex solid iff it lies in the convex hull of the solid's projected vertices
@@ -39,14 +39,14 @@ def instance_index_map(meshes: Sequence[Mesh], camera: Camera) -> np.ndarray:
     Args:
         meshes: convex world-space meshes in front of the camera, index = object index.
         camera: the camera (pixel centres at (i + 0.5, j + 0.5)).
+        footprints: the meshes' :func:`mesh_footprints`, when the caller has them already.
     """
     H, W = camera.height, camera.width
     index = np.full((H, W), BACKGROUND, dtype=np.int32)
     cover = np.zeros((H, W), dtype=np.int32)
-    footprints: list[tuple[tuple[int, int, int, int], np.ndarray] | None] = []
-    for k, mesh in enumerate(meshes):
-        footprint = _footprint(mesh, camera)
-        footprints.append(footprint)
+    if footprints is None:
+        footprints = mesh_footprints(meshes, camera)
+    for k, footprint in enumerate(footprints):
         if footprint is None:
             continue
         (i0, i1, j0, j1), inside = footprint
@@ -80,6 +80,12 @@ def instance_index_map(meshes: Sequence[Mesh], camera: Camera) -> np.ndarray:
     return index
 
 
+def mesh_footprints(meshes: Sequence[Mesh], camera: Camera) -> list:
+    """Per mesh: ``((i0, i1, j0, j1), inside)`` (pixel box and the pixel centres inside its projected
+    convex hull), or None when it misses the image."""
+    return [_footprint(mesh, camera) for mesh in meshes]
+
+
 def footprint_pixels(mesh: Mesh, camera: Camera) -> int:
     """Pixel centres of the image that the mesh would cover if nothing occluded it."""
     footprint = _footprint(mesh, camera)
@@ -87,12 +93,32 @@ def footprint_pixels(mesh: Mesh, camera: Camera) -> int:
 
 
 def _convex_hull(points: np.ndarray) -> np.ndarray:
-    """Counter-clockwise (in (u, v) axes) convex hull of 2-D points (Andrew's monotone chain), (M, 2)."""
+    """Counter-clockwise (in (u, v) axes) convex hull of 2-D points, (M, 2), no collinear vertices.
+
+    scipy's Qhull when scipy is installed (it is, with the ``generate`` and ``render`` extras), else
+    Andrew's monotone chain; both give the same polygon (tested)."""
     pts = np.unique(np.round(points, 9), axis=0)  # sorted by u, then v
     if len(pts) < 3:
         return pts
+    pts = _drop_interior(pts)
+    if len(pts) >= 3 and _qhull is not None:
+        try:
+            hull = _qhull(pts)
+        except Exception:  # degenerate (all points collinear): the monotone chain handles it
+            pass
+        else:
+            vertices = pts[hull.vertices]  # counter-clockwise for 2-D input
+            start = int(np.lexsort((vertices[:, 1], vertices[:, 0]))[0])
+            return np.roll(vertices, -start, axis=0)
+    return _monotone_chain(pts)
 
-    def half(seq: np.ndarray) -> list:
+
+def _monotone_chain(pts: np.ndarray) -> np.ndarray:
+    """Andrew's monotone chain over points sorted by (u, v); counter-clockwise, no collinear vertices."""
+    if len(pts) < 3:
+        return pts
+
+    def half(seq: list) -> list:  # plain floats: numpy scalars make this loop ~10x slower
         out: list = []
         for p in seq:
             while len(out) >= 2 and ((out[-1][0] - out[-2][0]) * (p[1] - out[-2][1])
@@ -101,8 +127,36 @@ def _convex_hull(points: np.ndarray) -> np.ndarray:
             out.append(p)
         return out
 
-    lower, upper = half(pts), half(pts[::-1])
-    return np.array(lower[:-1] + upper[:-1])
+    as_list = pts.tolist()
+    lower, upper = half(as_list), half(as_list[::-1])
+    return np.array(lower[:-1] + upper[:-1], dtype=pts.dtype)
+
+
+try:  # a C implementation of the hull: the monotone chain in Python was most of a visibility check
+    from scipy.spatial import ConvexHull as _qhull
+except ImportError:  # pragma: no cover - scipy comes with the generate/render extras
+    _qhull = None
+
+
+def _drop_interior(pts: np.ndarray) -> np.ndarray:
+    """Akl-Toussaint heuristic: drop the points strictly inside the polygon of the extreme points in
+    the u, v, u+v and u-v directions (they cannot be hull vertices); order is kept. The hull of the
+    rest is the hull of all points, and the monotone chain over fewer points is much faster (meshes
+    of spheres and cylinders have hundreds of vertices, their hulls a few dozen)."""
+    u, v = pts[:, 0], pts[:, 1]
+    keys = (u, v, u + v, u - v)
+    extreme = sorted({int(k.argmin()) for k in keys} | {int(k.argmax()) for k in keys})
+    if len(extreme) < 3:
+        return pts
+    poly = pts[extreme]
+    centre = poly.mean(axis=0)
+    order = np.argsort(np.arctan2(poly[:, 1] - centre[1], poly[:, 0] - centre[0]))
+    a = poly[order]
+    b = np.roll(a, -1, axis=0)
+    cross = ((b[:, 0] - a[:, 0])[None, :] * (v[:, None] - a[:, 1][None, :])
+             - (b[:, 1] - a[:, 1])[None, :] * (u[:, None] - a[:, 0][None, :]))
+    strictly_inside = np.all(cross > 1e-9, axis=1)
+    return pts[~strictly_inside]
 
 
 def _footprint(mesh: Mesh, camera: Camera):

@@ -194,15 +194,19 @@ def scene_meshes(scene: Scene) -> list[Mesh]:
     return meshes
 
 
-def visibility_report(index_map: np.ndarray, meshes: Sequence[Mesh], camera: Camera, min_pixels: int
-                      ) -> VisibilityReport:
-    """Visibility of every object from an index map (:func:`masks.instance_index_map`)."""
+def visibility_report(index_map: np.ndarray, meshes: Sequence[Mesh], camera: Camera, min_pixels: int,
+                      mesh_footprints: Sequence | None = None) -> VisibilityReport:
+    """Visibility of every object from an index map (:func:`masks.instance_index_map`); the meshes'
+    footprints (:func:`masks.mesh_footprints`) are reused when given."""
     counts = np.bincount(index_map[index_map >= 0].ravel(), minlength=len(meshes))
     pixels = tuple(int(c) for c in counts[:len(meshes)])
     offending = []
     footprints = []
     for k, mesh in enumerate(meshes):
-        fp = _masks.footprint_pixels(mesh, camera)
+        if mesh_footprints is not None:
+            fp = 0 if mesh_footprints[k] is None else int(mesh_footprints[k][1].sum())
+        else:
+            fp = _masks.footprint_pixels(mesh, camera)
         footprints.append(fp)
         if pixels[k] < min_pixels:
             offending.append(OffendingObject(k, pixels[k], fp, "occluded" if fp >= min_pixels else "too_small"))
@@ -220,7 +224,9 @@ def check_visibility(scene: Scene, *, seed: int = 0, width: int = DEFAULT_WIDTH,
     camera = camera or scene_camera(seed, width=width, height=height)
     minimum = default_min_pixels(camera.width, camera.height) if min_pixels is None else int(min_pixels)
     meshes = scene_meshes(scene)
-    return visibility_report(_masks.instance_index_map(meshes, camera), meshes, camera, minimum)
+    footprints = _masks.mesh_footprints(meshes, camera)
+    return visibility_report(_masks.instance_index_map(meshes, camera, footprints), meshes, camera, minimum,
+                             footprints)
 
 
 def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: dict[str, Any]) -> Scene:
