@@ -1,0 +1,39 @@
+"""Question parsers: English CLEVR-POC questions -> ASP queries (paper §4.1.2, §4.3 RQ2, Table 3).
+
+- :mod:`.equivalence` -- program accuracy: :func:`programs_equal`, :func:`program_accuracy` (torch-free);
+- :mod:`.vocabulary` -- question tokens and the query token set (torch-free);
+- :mod:`.grammar` -- the query grammar automaton used for constrained decoding;
+- :mod:`.seq2seq` -- the NS-VQA BiLSTM seq2seq parser, :class:`BiLSTMParser`
+  (``from_pretrained(path)``, ``parse(question)``, ``parse_batch(questions)``);
+- :mod:`.training`, :mod:`.reinforce`, :mod:`.pipeline` -- supervised pretraining, REINFORCE and the
+  ``python -m clevr_poc.train_parser`` run.
+
+The torch-based names are imported lazily, so ``from clevr_poc.parsing import programs_equal`` works
+without torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clevr_poc.parsing.equivalence import program_accuracy, programs_equal
+
+__all__ = ["programs_equal", "program_accuracy", "BiLSTMParser", "ParserConfig", "QuestionVocabulary",
+           "question_tokens", "query_tokens"]
+
+_LAZY = {
+    "BiLSTMParser": "clevr_poc.parsing.seq2seq",
+    "ParserConfig": "clevr_poc.parsing.seq2seq",
+    "QuestionVocabulary": "clevr_poc.parsing.vocabulary",
+    "question_tokens": "clevr_poc.parsing.vocabulary",
+    "query_tokens": "clevr_poc.parsing.vocabulary",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'clevr_poc.parsing' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
