@@ -105,12 +105,50 @@ class NSVQA:
         if self.scene_source == GOLD:
             return example.partial_scene
         try:
-            scene = self.scene_source(example.image_path)
+            if getattr(self.scene_source, "takes_example", False):
+                scene = self.scene_source(example)
+            else:
+                scene = self.scene_source(example.image_path)
         except ClevrPocError as exc:
             return Prediction(None, f"perception failed: {_short(exc)}")
         if not isinstance(scene, Scene):
             return Prediction(None, "perception produced no scene")
         return scene
+
+
+class PerceptionSource:
+    """Scene source backed by :class:`clevr_poc.perception.Perception`: the example's rendered partial
+    image, the camera stored in its scene JSON by the renderer (``extra["camera"]``) and, with
+    ``constraint_aware=True`` (default), the example's environment for constraint-aware decoding.
+
+    Args:
+        perception: a loaded model (``Perception.from_pretrained(path)``) or a checkpoint path.
+        constraint_aware: decode with the environment's constraints (paper §5).
+    """
+
+    takes_example = True
+
+    def __init__(self, perception: Any, *, constraint_aware: bool = True) -> None:
+        if isinstance(perception, (str, bytes)) or hasattr(perception, "__fspath__"):
+            from clevr_poc.perception import Perception
+
+            perception = Perception.from_pretrained(perception)
+        self.perception = perception
+        self.constraint_aware = constraint_aware
+        self.name = "perception" + (" + constraints" if constraint_aware else "")
+
+    def __call__(self, example: Any) -> Scene:
+        from clevr_poc.errors import FormatError
+
+        if example.image_path is None:
+            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
+                              field="image_path")
+        camera = example.partial_scene.extra.get("camera")
+        if camera is None:
+            raise FormatError("the scene JSON has no camera (render the dataset with python -m clevr_poc render)",
+                              source=example.image_path, field="camera")
+        environment = example.environment if self.constraint_aware else None
+        return self.perception(example.image_path, camera, environment)
 
 
 def _source_name(source: Any, kind: str) -> str:
