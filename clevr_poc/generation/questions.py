@@ -542,9 +542,9 @@ def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: f
     and every pair of regions admits left-or-right and front-or-behind, so the other pairs never rule a
     candidate out. Used as a cheap pre-filter of questions whose answer would be the whole domain.
 
-    With a compiled-mode ``reasoner`` the environment's once-grounded program answers it under
-    assumptions (:meth:`~clevr_poc.reasoning.compiled.EnvironmentSolver.hidden_candidates`, the full
-    official program, relations included); otherwise a program is grounded for this call.
+    ``method="auto"`` uses the vectorised scene check when it applies (N-1 visible objects);
+    ``method="clingo"`` (and the fallback) grounds a program for this call. ``reasoner`` is accepted for
+    compatibility and not used.
 
     Raises:
         SolverTimeoutError: clingo took longer than ``time_limit`` seconds.
@@ -554,14 +554,6 @@ def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: f
     fast = _candidates_by_scene_check(environment, partial) if method == "auto" else None
     if fast is not None:
         return fast
-    if reasoner is not None and getattr(reasoner, "mode", None) == "compiled" \
-            and len(partial) == environment.num_objects - 1:
-        try:
-            found = reasoner.solver_for(environment).hidden_candidates(partial, time_limit)
-        except TimeoutError:
-            raise SolverTimeoutError(f"clingo did not finish within {time_limit:g} s (hidden object candidates)") from None
-        if found is not None:
-            return found
     hidden = len(partial)
     facts = [
         f"hasProperty({i},color,{o.color}). hasProperty({i},shape,{o.shape}). hasProperty({i},size,{o.size}). "

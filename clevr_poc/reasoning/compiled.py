@@ -130,7 +130,7 @@ class EnvironmentSolver:
 
     EXTERNALS = (("scene_property", 3), ("scene_at", 2), ("scene_relation", 3), ("slot", 1),
                  ("q_object", 2), ("q_property", 3), ("q_at", 2), ("q_relation", 3), ("q_same", 3),
-                 ("q_distinct", 2), ("q_target", 2), ("describe_hidden", 0))
+                 ("q_distinct", 2), ("q_target", 2))
 
     def __init__(self, num_objects: int, constraints_asp: str, logger=None) -> None:
         self.num_objects = num_objects
@@ -138,7 +138,7 @@ class EnvironmentSolver:
         control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=logger)
         control.add("base", [], "\n".join((
             read_asp("background.lp"), read_asp("answering.lp"), read_asp("compiled_inputs.lp"),
-            f"object(0..{num_objects - 1}). slot_id(0..{MAX_SLOTS - 1}). hidden_id({num_objects - 1}).",
+            f"object(0..{num_objects - 1}). slot_id(0..{MAX_SLOTS - 1}).",
             constraints_asp,
         )))
         control.ground([("base", [])])
@@ -187,27 +187,3 @@ class EnvironmentSolver:
             satisfiable, symbols, timed_out = solve_brave(self.control, assumptions, time_limit)
         values = frozenset(str(s.arguments[0]) for s in symbols if s.name == "missing")
         return satisfiable, values, timed_out
-
-    def hidden_candidates(self, scene: Scene, time_limit: float) -> frozenset[tuple[str, str, str, str, int]] | None:
-        """Every ``(color, shape, size, material, region)`` the hidden object (id N-1) takes in some
-        answer set of the official program for ``scene`` (which must have N-1 visible objects).
-
-        Returns None when the scene does not fit (wrong object count); raises TimeoutError on timeout.
-        """
-        if len(scene) != self.num_objects - 1:
-            return None
-        hidden = self.num_objects - 1
-        query = CompiledQuery(1, (("q_object", 0, hidden), ("slot", 0), ("q_target", 0, "color")), "color")
-        lits = self.assumptions(scene, query)
-        if lits is None:
-            return None
-        pos = self.index[("describe_hidden",)]
-        lits[pos] = -lits[pos]
-        with self.lock:
-            satisfiable, symbols, timed_out = solve_brave(self.control, lits, time_limit)
-        if timed_out:
-            raise TimeoutError
-        return frozenset(
-            (a[0].name, a[1].name, a[2].name, a[3].name, a[4].number)
-            for a in (s.arguments for s in symbols if s.name == "candidate")
-        )
