@@ -101,9 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=1_000, help="labelled questions to generate")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--visibility-check", default="both", choices=["both", "partial", "off"],
+                        help="layout visibility check of the labelled-question runs (default: both, as generate)")
     args = parser.parse_args(argv)
 
-    config = DatasetConfig(args.environments, max(1, args.questions // args.environments), args.seed)
+    config = DatasetConfig(args.environments, max(1, args.questions // args.environments), args.seed,
+                           visibility_check=args.visibility_check)
     started = time.perf_counter()
     environments = sample_dataset_environments(config, workers=args.workers)
     environment_seconds = time.perf_counter() - started
