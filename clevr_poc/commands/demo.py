@@ -301,8 +301,9 @@ def _predict(pipeline: Any, example: Any, scene: Any, query: str) -> Any:
 
 
 def worked_example(pipeline: Any, examples: Sequence[Any], results: Mapping[str, Any]) -> dict[str, Any] | None:
-    """One example answered from pixels, explained: the first one answered exactly whose explanation
-    eliminates a value by environment constraints (else the first correct one, else the first one)."""
+    """One example answered from pixels, explained: the first one answered exactly, from a perceived scene
+    with as many objects as the gold one, whose explanation eliminates a value by environment constraints
+    (else the first such correct one, else the first correct one, else the first one)."""
     from clevr_poc.evaluation.report import example_key
 
     table = results["predictions"][MAIN_MODEL]
@@ -310,8 +311,10 @@ def worked_example(pipeline: Any, examples: Sequence[Any], results: Mapping[str,
     for i, example in enumerate(examples):
         prediction = table[example_key(example, i)]
         correct = prediction.values is not None and prediction.values == example.question.answer
-        if results["scenes"][i] is not None:
-            ranked.append((0 if correct else 1, i))
+        scene = results["scenes"][i]
+        if scene is not None:  # prefer correct answers from scenes with every visible object found
+            complete = len(scene) == len(example.partial_scene)
+            ranked.append((0 if correct and complete else 1 if correct else 2, i))
     chosen = None
     for rank, i in sorted(ranked)[:MAX_EXPLAINED]:
         scene, query = results["scenes"][i], results["queries"][i]
