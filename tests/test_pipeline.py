@@ -167,6 +167,7 @@ def test_callable_parser():
 
 
 def test_llm_parser_through_a_real_chat_server():
+    pytest.importorskip("openai")
     from clevr_poc.llm import OpenAIChatBackend
     from clevr_poc.llm.testing import ChatCompletionsServer
 
