@@ -108,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--advantage", choices=("sample", "batch"), default="sample",
                    help="per-sample advantage r_i - b (default) or NS-VQA's batch-mean advantage")
     p.add_argument("--baseline-decay", type=_non_negative_float, default=0.9, help="moving-average baseline decay")
+    p.add_argument("--baseline-init", choices=("first", "zero"), default="first",
+                   help="baseline starts at the first batch's mean reward (default) or at 0 (NS-VQA)")
+    p.add_argument("--unmasked-loss", action="store_true",
+                   help="pretrain with a softmax over every token, as NS-VQA (ablation; needed before "
+                        "--unconstrained REINFORCE, which samples from that softmax)")
     p.add_argument("--unconstrained", action="store_true",
                    help="sample REINFORCE programs without the grammar (ablation; invalid programs get reward 0)")
     p.add_argument("--eval-split", default="test", help="split evaluated after each phase (default test)")
@@ -118,10 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="encoder LSTM units per direction (default 256, NS-VQA)")
     p.add_argument("--decoder-hidden", type=_positive_int, default=256,
                    help="decoder LSTM units (default 256; NS-VQA: 512)")
+    p.add_argument("--init", metavar="PATH", default=None,
+                   help="start from a trained parser (its vocabulary and sizes), e.g. to run REINFORCE only "
+                        "with --pretrain-steps 0")
+    p.add_argument("--dropout", type=_non_negative_float, default=0.2,
+                   help="dropout on word vectors, between LSTM layers and before the output (default 0.2; NS-VQA: 0)")
     p.add_argument("--no-copy", action="store_true",
                    help="plain NS-VQA decoder without the copy distribution (ablation)")
     p.add_argument("--checkpoint-every", type=_positive_int, default=50, metavar="STEPS")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints/ after training")
+    p.add_argument("--save-pretrained", action="store_true",
+                   help="also save the parser after pretraining in PATH/pretrained/")
     p.add_argument("--fp32", action="store_true", help="save float32 weights (default float16)")
     p.add_argument("--threads", type=_positive_int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -64,6 +64,16 @@ def test_tiny_run_pretrains_reinforces_and_resumes(tiny_dataset, tmp_path, capsy
     # other settings do not resume that checkpoint
     assert main([a if a != "3" else "4" for a in args]) == 1
     assert "other settings (seed)" in _error_line(capsys)
+    # REINFORCE only, from the trained parser, in the NS-VQA setting (the ablation of docs/parser.md)
+    again = tmp_path / "again"
+    assert main(["--dataset", str(tiny_dataset), "--out", str(again), "--init", str(out), "--pretrain-steps", "0",
+                 "--pretrain-pairs", "40",
+                 "--reinforce-steps", "2", "--supervised-weight", "0", "--entropy-weight", "0", "--unconstrained",
+                 "--advantage", "batch", "--baseline-init", "zero", "--batch-size", "8", "--eval-limit", "8",
+                 *TINY]) == 0
+    second = json.loads((again / "report.json").read_text())
+    assert second["phases"]["pretrain"]["program_accuracy"] == report["phases"]["reinforce"]["program_accuracy"]
+    assert second["model"] == report["model"] and second["reinforce_history"][0]["step"] == 2
 
 
 def test_missing_dataset_is_a_one_line_error(tmp_path, capsys):

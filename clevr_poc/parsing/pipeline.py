@@ -44,6 +44,7 @@ class TrainSettings:
     supervised_weight: float = 1.0
     advantage: str = "sample"
     baseline_decay: float = 0.9
+    baseline_init: str = "first"
     constrained: bool = True
     eval_split: str = "test"
     eval_limit: int | None = None
@@ -51,16 +52,23 @@ class TrainSettings:
     hidden_size: int = 256
     decoder_hidden: int = 256
     copy: bool = True
+    dropout: float = 0.2
+    masked_loss: bool = True
+    init: str | None = None
     checkpoint_every: int = 50
     keep_checkpoints: bool = False
+    save_pretrained: bool = False
     fp16: bool = True
     threads: int = 2
 
     def identity(self) -> dict[str, Any]:
         """The settings a checkpoint must share to be resumed (not: output options, threads, eval)."""
-        skip = {"out", "checkpoint_every", "keep_checkpoints", "fp16", "threads", "eval_split", "eval_limit"}
+        skip = {"out", "checkpoint_every", "keep_checkpoints", "save_pretrained", "fp16", "threads", "eval_split",
+                "eval_limit"}
         data = {k: v for k, v in asdict(self).items() if k not in skip}
         data["dataset"] = str(Path(self.dataset).resolve())
+        if self.init is not None:
+            data["init"] = str(Path(self.init).resolve())
         return data
 
 
@@ -70,9 +78,11 @@ def settings_from_args(args: Any) -> TrainSettings:
         dataset=args.dataset, out=args.out, pretrain_pairs=args.pretrain_pairs, pretrain_steps=args.pretrain_steps,
         reinforce_steps=args.reinforce_steps, reward=args.reward, seed=args.seed, batch_size=args.batch_size,
         lr=args.lr, rl_lr=args.rl_lr, entropy_weight=args.entropy_weight, supervised_weight=args.supervised_weight,
-        advantage=args.advantage, baseline_decay=args.baseline_decay, constrained=not args.unconstrained,
+        advantage=args.advantage, baseline_decay=args.baseline_decay, baseline_init=args.baseline_init,
+        constrained=not args.unconstrained, save_pretrained=args.save_pretrained,
         eval_split=args.eval_split, eval_limit=args.eval_limit, word_vec_dim=args.word_vec_dim,
-        hidden_size=args.hidden_size, decoder_hidden=args.decoder_hidden, copy=not args.no_copy,
+        hidden_size=args.hidden_size, decoder_hidden=args.decoder_hidden, copy=not args.no_copy, init=args.init,
+        dropout=args.dropout, masked_loss=not args.unmasked_loss,
         checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints, fp16=not args.fp32,
         threads=args.threads,
     )
@@ -142,20 +152,26 @@ class TrainingRun:
             raise FormatError("no questions to evaluate on", field="eval_split", value=s.eval_split)
 
         checkpoint = self._load_checkpoint()
-        if checkpoint is not None:
-            vocabulary = QuestionVocabulary(tuple(checkpoint["vocabulary"]))
-            log(f"resuming from {self.out / CHECKPOINT} ({checkpoint['phase']}, step {checkpoint['step']})")
-        else:
-            vocabulary = QuestionVocabulary.build(p.question for p in train)
         torch.manual_seed(s.seed)
         random.seed(s.seed)
-        parser = BiLSTMParser(vocabulary, ParserConfig(word_vec_dim=s.word_vec_dim, hidden_size=s.hidden_size,
-                                                       decoder_hidden_size=s.decoder_hidden, copy=s.copy))
+        if s.init is not None:  # start from a trained parser (its vocabulary and sizes)
+            parser = BiLSTMParser.from_pretrained(s.init)
+            log(f"starting from the parser in {s.init}")
+        else:
+            if checkpoint is not None:
+                vocabulary = QuestionVocabulary(tuple(checkpoint["vocabulary"]))
+            else:
+                vocabulary = QuestionVocabulary.build(p.question for p in train)
+            parser = BiLSTMParser(vocabulary, ParserConfig(
+                word_vec_dim=s.word_vec_dim, hidden_size=s.hidden_size, decoder_hidden_size=s.decoder_hidden,
+                copy=s.copy, dropout=s.dropout))
+        if checkpoint is not None:
+            log(f"resuming from {self.out / CHECKPOINT} ({checkpoint['phase']}, step {checkpoint['step']})")
         report: dict[str, Any] = {
             "settings": {k: v for k, v in asdict(s).items()},
             "dataset": {"train_questions": len(train), "pretrain_pairs": len(pretrain_pairs),
                         "eval_split": s.eval_split, "eval_questions": len(evaluation_pairs)},
-            "model": {"parameters": parser.num_parameters(), "question_words": len(vocabulary)},
+            "model": {"parameters": parser.num_parameters(), "question_words": len(parser.vocabulary)},
             "phases": {},
         }
         phase, step = "pretrain", 0
@@ -180,12 +196,15 @@ class TrainingRun:
 
             log(f"pretraining on {len(pretrain_pairs)} pairs for {s.pretrain_steps} steps (from step {step})")
             loss = pretrain(parser, pretrain_pairs, steps=s.pretrain_steps, optimizer=optimizer,
-                            batch_size=s.batch_size, seed=s.seed, start_step=step, lr=s.lr, on_step=on_step,
+                            batch_size=s.batch_size, seed=s.seed, start_step=step, lr=s.lr,
+                            masked=s.masked_loss, on_step=on_step,
                             progress=self.progress) if step < s.pretrain_steps else float("nan")
             clock.update()
             result = evaluate(parser, evaluation_pairs, reasoner=self.reasoner)
             report["phases"]["pretrain"] = {**result.to_json(), "final_loss": loss}
             log(_line("after pretraining", result, timing))
+            if s.save_pretrained:
+                parser.save_pretrained(self.out / "pretrained", fp16=s.fp16)
             phase, step = "reinforce", 0
             self._save_checkpoint(parser, optimizer, phase, step, report, ReinforceState())
             checkpoint = None
@@ -196,7 +215,7 @@ class TrainingRun:
             settings = ReinforceSettings(
                 steps=s.reinforce_steps, batch_size=s.batch_size, reward=s.reward, baseline_decay=s.baseline_decay,
                 advantage=s.advantage, entropy_weight=s.entropy_weight, supervised_weight=s.supervised_weight,
-                constrained=s.constrained)
+                constrained=s.constrained, baseline_init=s.baseline_init)
             optimizer = torch.optim.Adam(parser.model.parameters(), lr=s.rl_lr)
             rl_state = ReinforceState()
             if checkpoint is not None:

@@ -62,6 +62,8 @@ class ReinforceSettings:
         supervised_weight: weight of the supervised loss on the pretraining pairs (0 = pure REINFORCE).
         constrained: grammar-constrained sampling (False: the unconstrained ablation).
         temperature: sampling temperature.
+        baseline_init: ``"first"`` (default): the baseline starts at the first batch's mean reward;
+            ``"zero"``: at 0 as in NS-VQA (then the first ~20 steps reward every sample, wrong ones too).
     """
 
     steps: int = 200
@@ -73,8 +75,11 @@ class ReinforceSettings:
     supervised_weight: float = 1.0
     constrained: bool = True
     temperature: float = 1.0
+    baseline_init: str = "first"
 
     def __post_init__(self) -> None:
+        if self.baseline_init not in ("first", "zero"):
+            raise ValueError(f"baseline_init must be 'first' or 'zero', got {self.baseline_init!r}")
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
         if self.advantage not in ADVANTAGES:
@@ -92,9 +97,10 @@ class ReinforceState:
     Attributes:
         step: steps done.
         baseline: the moving-average baseline.
-        history: per logged step ``{"step", "reward", "valid", "sample_pa"}``: mean reward, share of
-            valid sampled programs, share of samples equal to the gold program (monitoring only: the
-            gold programs are never used by the REINFORCE loss).
+        history: per logged step ``{"step", "reward", "valid", "sample_pa", "spurious", "baseline"}``:
+            mean reward, share of valid sampled programs, share of samples equal to the gold program,
+            share of the *wrong* samples that still got the full reward (spurious programs), and the
+            baseline. The gold programs serve monitoring only: the REINFORCE loss never sees them.
     """
 
     step: int = 0
@@ -153,19 +159,23 @@ def reinforce(parser: BiLSTMParser, rl_pairs: Sequence[ParserPair], supervised_p
             words, lengths = parser.encode([p.question for p in pairs])
             decoded = decode(parser.model, words, lengths, sample=True, constrained=settings.constrained,
                              temperature=settings.temperature, generator=generator)
-            rewards, valid, correct = [], 0, 0
+            rewards, valid, correct, spurious = [], 0, 0, 0
             for pair, text in zip(pairs, decoded.texts()):
-                answer = None
+                answer, equal = None, False
                 if text is not None:
                     key = (index[id(pair)], text)
                     if key not in cache:
                         cache[key] = _answer(reasoner, pair, text)
                     answer = cache[key]
                     valid += answer is not None
-                    correct += programs_equal(text, pair.query)
+                    equal = programs_equal(text, pair.query)
+                    correct += equal
                 rewards.append(score(pair.answer, answer))
+                spurious += (not equal) and rewards[-1] >= 1.0
             reward = torch.tensor(rewards)
             mean_reward = float(reward.mean())
+            if state.step == 0 and settings.baseline_init == "first":
+                state.baseline = mean_reward
             state.baseline = settings.baseline_decay * state.baseline + (1 - settings.baseline_decay) * mean_reward
             if settings.advantage == "sample":
                 advantage = reward - state.baseline
@@ -179,11 +189,14 @@ def reinforce(parser: BiLSTMParser, rl_pairs: Sequence[ParserPair], supervised_p
             torch.nn.utils.clip_grad_norm_(parser.model.parameters(), 5.0)
             optimizer.step()
             state.step += 1
-            window.append((mean_reward, valid / len(pairs), correct / len(pairs)))
+            window.append((mean_reward, valid / len(pairs), correct / len(pairs), spurious, len(pairs) - correct))
             if state.step % log_every == 0 or state.step == settings.steps:
                 r, v, c = (sum(x[k] for x in window) / len(window) for k in range(3))
+                wrong = sum(x[4] for x in window)
                 state.history.append({"step": state.step, "reward": round(r, 4), "valid": round(v, 4),
-                                      "sample_pa": round(c, 4), "baseline": round(state.baseline, 4)})
+                                      "sample_pa": round(c, 4),
+                                      "spurious": round(sum(x[3] for x in window) / wrong, 4) if wrong else None,
+                                      "baseline": round(state.baseline, 4)})
                 window = []
             bar.update(1)
             bar.set_postfix(reward=f"{mean_reward:.3f}", baseline=f"{state.baseline:.3f}")

@@ -4,16 +4,21 @@ Architecture (NS-VQA's ``reason/models``; sizes from its training options):
 
 - **encoder**: word vectors (300-d, learned) -> 2-layer bidirectional LSTM, 256 units per direction;
   outputs ``(batch, words, 512)``;
-- **decoder**: token vectors (300-d) -> 2-layer LSTM with 512 units (twice the encoder's, initialised
-  with the encoder's final states, both directions concatenated), dot-product attention over the
-  encoder outputs (``tanh(W [context; output])``, as NS-VQA's ``Attention``), a linear layer to the
-  :data:`~.vocabulary.QUERY_TOKENS` logits;
-- **constrained decoding**: before every softmax the logits of tokens the grammar automaton
-  (:mod:`clevr_poc.parsing.grammar`) does not allow are set to -1e9, in greedy decoding, in sampling
-  (REINFORCE) and in the supervised loss alike; every output is therefore a query the sanitizer accepts.
-  A token forced by the grammar (a parenthesis, a comma) has probability 1 and adds nothing to
-  losses or entropies. ``constrained=False`` (an ablation) only stops a sequence at ``.`` or at
-  :data:`~.grammar.MAX_QUERY_TOKENS` tokens.
+- **decoder**: token vectors (300-d) -> 2-layer LSTM initialised with the encoder's final states (both
+  directions concatenated; projected by ``tanh(W h)`` when the decoder is not 512 wide), dot-product
+  attention over the encoder outputs (``tanh(W [context; output])``, as NS-VQA's ``Attention``), a
+  linear layer to the :data:`~.vocabulary.QUERY_TOKENS` logits. NS-VQA's decoder has 512 units; ours
+  has 256 by default (:attr:`ParserConfig.decoder_hidden_size`), 2.1x fewer operations per step;
+- **copy distribution** (not in NS-VQA; :attr:`ParserConfig.copy`): the attention weights of question
+  words that name a query constant are added to that constant's probability (pointer-generator, See et
+  al. 2017), see :func:`copy_targets`;
+- **choice points and constrained decoding**: the grammar automaton (:mod:`clevr_poc.parsing.grammar`)
+  writes every token it forces (``missing ( Q ) :-``, parentheses, commas, the only variable allowed);
+  the network runs only where the grammar allows more than one token (~44 of the ~90 tokens of a
+  CLEVR-POC query), and there the logits of tokens the grammar does not allow are set to -1e9, in
+  greedy decoding, in sampling (REINFORCE) and in the supervised loss alike. Every output is a query
+  the sanitizer accepts. ``constrained=False`` (an ablation) lets a choice point pick any token; a
+  sequence that picks one outside the grammar is invalid.
 
 :class:`BiLSTMParser` wraps the network with its question vocabulary and configuration:
 ``from_pretrained(path)`` / ``save_pretrained(path)`` (``config.json``, ``vocab.json``,
@@ -66,7 +71,8 @@ class ParserConfig:
             directions concatenated); 256 (default) costs 2.1x fewer operations per decoding step on
             CPU at no loss of accuracy here (docs/parser.md); 512 reproduces NS-VQA exactly.
         n_layers: LSTM layers of encoder and decoder (2).
-        dropout: dropout between LSTM layers (NS-VQA: 0).
+        dropout: dropout on word/token vectors, between LSTM layers and before the output layer
+            (NS-VQA: 0).
         max_question_words: questions are cut to this many tokens (NS-VQA ``encoder_max_len`` 50).
         copy: add a copy distribution (pointer-generator, See et al. 2017): the attention weights of
             question words that name a query constant (``red``, ``cube``, ``left``, ``color``, ...) are
@@ -133,6 +139,7 @@ class Seq2Seq(nn.Module):
         self.decoder = nn.LSTM(config.word_vec_dim, d, config.n_layers, batch_first=True, dropout=dropout)
         self.attention_out = nn.Linear(2 * d, d)
         self.out = nn.Linear(d, len(QUERY_TOKENS))
+        self.drop = nn.Dropout(config.dropout)
         if config.copy:
             if word_tokens is None or len(word_tokens) != input_vocab_size:
                 raise ValueError("a copy model needs word_tokens: the query tokens each question word names")
@@ -156,7 +163,7 @@ class Seq2Seq(nn.Module):
             memory (encoder outputs, projected to the decoder size d) and the decoder's initial states
             ``(n_layers, batch, d)``.
         """
-        embedded = self.input_embedding(words)
+        embedded = self.drop(self.input_embedding(words))
         packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True, enforce_sorted=False)
         outputs, (h, c) = self.encoder(packed)
         outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=words.size(1))
@@ -181,14 +188,14 @@ class Seq2Seq(nn.Module):
         source_words = None
         if self.config.copy:
             source_mask, source_words = source_mask
-        embedded = self.output_embedding(inputs)
+        embedded = self.drop(self.output_embedding(inputs))
         output, state = self.decoder(embedded, state)
         scores = torch.bmm(output, memory.transpose(1, 2))                    # (B, T, S)
         scores = scores.masked_fill(~source_mask.unsqueeze(1), MASKED_LOGIT)
         weights = torch.softmax(scores, dim=2)
         context = torch.bmm(weights, memory)                                   # (B, T, d)
         combined = torch.tanh(self.attention_out(torch.cat([context, output], dim=2)))
-        logits = self.out(combined)
+        logits = self.out(self.drop(combined))
         if source_words is None:
             return logits, state
         # pointer-generator: p = g * softmax(logits) + (1 - g) * attention mass of words naming each token

@@ -131,10 +131,15 @@ def make_batch(parser: BiLSTMParser, pairs: Sequence[ParserPair]) -> Batch:
     return Batch(words, lengths, targets, masks)
 
 
-def supervised_loss(parser: BiLSTMParser, batch: Batch) -> torch.Tensor:
-    """Mean (over gold choice tokens) cross-entropy of the grammar-masked decoder distribution."""
+def supervised_loss(parser: BiLSTMParser, batch: Batch, *, masked: bool = True) -> torch.Tensor:
+    """Mean (over gold choice tokens) cross-entropy of the grammar-masked decoder distribution.
+
+    ``masked=False`` (ablation): the softmax runs over every token, as in NS-VQA, so the network also
+    learns to give tokens outside the grammar a low probability (needed for unconstrained sampling).
+    """
     logits = parser.model(batch.words, batch.lengths, batch.targets)
-    logits = logits.masked_fill(~batch.masks, MASKED_LOGIT)
+    if masked:
+        logits = logits.masked_fill(~batch.masks, MASKED_LOGIT)
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.targets.reshape(-1), ignore_index=0)
 
 
@@ -173,7 +178,8 @@ def cosine_lr(base: float, step: int, steps: int, floor: float = 0.02) -> float:
 
 def pretrain(parser: BiLSTMParser, pairs: Sequence[ParserPair], *, steps: int, optimizer: torch.optim.Optimizer,
              batch_size: int = 64, seed: int = 0, start_step: int = 0, lr: float | None = None,
-             on_step: Callable[[int, float], None] | None = None, progress: bool = True) -> float:
+             masked: bool = True, on_step: Callable[[int, float], None] | None = None,
+             progress: bool = True) -> float:
     """Supervised training of ``parser`` on (question, program) ``pairs`` for ``steps`` Adam steps.
 
     Args:
@@ -186,6 +192,7 @@ def pretrain(parser: BiLSTMParser, pairs: Sequence[ParserPair], *, steps: int, o
         start_step: steps already done (resume).
         lr: base learning rate of the cosine schedule (:func:`cosine_lr`); None keeps the optimizer's
             rate constant.
+        masked: grammar-masked loss (default; see :func:`supervised_loss`).
         on_step: called after each step with (step number, loss) -- checkpoints.
         progress: tqdm bar.
 
@@ -203,7 +210,7 @@ def pretrain(parser: BiLSTMParser, pairs: Sequence[ParserPair], *, steps: int, o
                 for group in optimizer.param_groups:
                     group["lr"] = cosine_lr(lr, step, steps)
             batch = make_batch(parser, next(stream))
-            loss = supervised_loss(parser, batch)
+            loss = supervised_loss(parser, batch, masked=masked)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(parser.model.parameters(), 5.0)
