@@ -21,7 +21,7 @@ Output folder (``--out``, default ``clevr-poc-demo``)::
                                  (clevr_poc.evaluation.write_outputs)
     OUT/report/demo.json         the numbers of demo.md
 
-Needs Blender's ``bpy``, torch/torchvision and matplotlib: ``pip install '.[generate,render,vision]'``.
+Needs Blender's ``bpy``, torch/torchvision and matplotlib: ``pip install '.[demo]'`` (= ``[generate,render,vision]``).
 """
 
 from __future__ import annotations
