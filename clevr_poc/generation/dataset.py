@@ -379,7 +379,12 @@ class ExampleTask:
     """Picklable work item: the spec, the environment and the settings the worker needs.
 
     ``visibility``: the layout check (:attr:`DatasetConfig.visibility`; None: no check). ``seed`` is the
-    dataset seed (it also gives the render seed of the example's images).
+    dataset seed (it also gives the render seed of the example's images). ``sampler_state``: the
+    environment's :class:`~clevr_poc.generation.scenes.SamplerState` (prepared once per environment
+    by :func:`prepare_dataset_environments`), or None: the worker builds its sampler from scratch.
+    ``exact_visibility``: ray-cast every layout (the reference path, same results, slower) instead of
+    trying the cheap bound first (:meth:`VisibilityCheck.check` with ``exact_pixels=False``). Neither
+    changes the example.
     """
 
     spec: ExampleSpec
@@ -388,6 +393,8 @@ class ExampleTask:
     max_attempts: int
     fallback: tuple[str, ...]
     visibility: VisibilityCheck | None = VisibilityCheck()
+    sampler_state: Any = None
+    exact_visibility: bool = False
 
 
 @dataclass(frozen=True)
@@ -439,22 +446,28 @@ class ExampleResult:
 _WORKER_CACHE: dict[str, Any] = {}
 
 
-def _components(environment: Environment):
-    """Per-process cache of the scene sampler (per environment) and the question generator."""
+def _components(environment: Environment, state=None):
+    """Per-process cache of the scene sampler (per environment; built from ``state`` when given) and
+    the question generator."""
     from clevr_poc.generation.questions import QuestionGenerator
-    from clevr_poc.generation.scenes import SceneSampler
 
     generator = _WORKER_CACHE.get("generator")
     if generator is None:
         generator = _WORKER_CACHE["generator"] = QuestionGenerator()
+    return _sampler(environment, state), generator
+
+
+def _sampler(environment: Environment, state=None):
+    from clevr_poc.generation.scenes import SceneSampler
+
     samplers = _WORKER_CACHE.setdefault("samplers", {})
     key = (environment.id, environment.num_objects, environment.constraints_asp())
     sampler = samplers.get(key)
     if sampler is None:
         if len(samplers) >= 256:
             samplers.pop(next(iter(samplers)))
-        sampler = samplers[key] = SceneSampler(environment)
-    return sampler, generator
+        sampler = samplers[key] = SceneSampler(environment, state=state)
+    return sampler
 
 
 def _dumps(data: Any) -> str:
@@ -477,7 +490,7 @@ def generate_example(task: ExampleTask) -> ExampleResult:
 
     started = time.perf_counter()
     spec, environment, check = task.spec, task.environment, task.visibility
-    sampler, generator = _components(environment)
+    sampler, generator = _components(environment, task.sampler_state)
     attributes = (spec.query_attribute,) + tuple(a for a in task.fallback if a != spec.query_attribute)
     camera_seed = image_seed(task.seed, spec.split, spec.image_filename)  # the renderer's seed for both images
     relayouts = 1 + (check.max_relayouts if check is not None else 0)
@@ -508,7 +521,7 @@ def generate_example(task: ExampleTask) -> ExampleResult:
                     break
                 layouts_checked += 1
                 check_started = time.perf_counter()
-                outcome = check.check(placed, hidden, camera_seed)
+                outcome = check.check(placed, hidden, camera_seed, exact_pixels=task.exact_visibility)
                 visibility_seconds += time.perf_counter() - check_started
                 if outcome.ok:
                     complete = placed
@@ -593,6 +606,27 @@ def sample_dataset_environments(config: DatasetConfig, *, workers: int = 1, exec
     tasks = [(config.seed, k) for k in range(config.environments)]
     return list(map_ordered(_sample_environment_task, tasks, workers=workers, executor=executor,
                             ray_address=ray_address, progress="environments" if progress else False))
+
+
+def _prepare_environment_task(args: tuple[int, int]):
+    """Worker: environment ``args[1]`` of the dataset and its scene sampler's state (the sampler stays
+    in this process's cache for its own examples)."""
+    environment = _sample_environment_task(args)
+    return environment, _sampler(environment).state()
+
+
+def prepare_dataset_environments(config: DatasetConfig, *, workers: int = 1, executor: str = "local",
+                                 ray_address: str | None = None, progress: bool = False) -> tuple[list, list]:
+    """The dataset's environments (as :func:`sample_dataset_environments`) and, for each, its scene
+    sampler's :class:`~clevr_poc.generation.scenes.SamplerState` (calibration, and the Gibbs pool of
+    environments that need one), computed once per environment in parallel, so that the workers that
+    generate the examples do not each repeat it. Returns ``(environments, states)``."""
+    from clevr_poc.executors import map_ordered
+
+    tasks = [(config.seed, k) for k in range(config.environments)]
+    pairs = list(map_ordered(_prepare_environment_task, tasks, workers=workers, executor=executor,
+                             ray_address=ray_address, progress="environments" if progress else False))
+    return [env for env, _ in pairs], [state for _, state in pairs]
 
 
 def _open_folder(out_dir: Path, config: DatasetConfig) -> None:
@@ -719,8 +753,8 @@ def generate_dataset(
     session = ray_session(workers, ray_address) if executor == "ray" else _null_context()
     with session:
         started = time.perf_counter()
-        envs = sample_dataset_environments(config, workers=workers, executor=executor, ray_address=ray_address,
-                                           progress=progress)
+        envs, states = prepare_dataset_environments(config, workers=workers, executor=executor,
+                                                    ray_address=ray_address, progress=progress)
         _write_environments(out_dir, envs)
         environments_seconds = time.perf_counter() - started
 
@@ -729,7 +763,7 @@ def generate_dataset(
         done = _done(out_dir, specs)
         visibility = config.visibility
         tasks = [ExampleTask(s, envs[s.environment_id], config.seed, config.max_attempts, config.fallback_attributes,
-                             visibility)
+                             visibility, states[s.environment_id])
                  for s in specs if (s.split, s.image_index) not in done]
         attempts = fallbacks = layouts_checked = rejections = 0
         visibility_seconds = 0.0

@@ -50,6 +50,7 @@ import math
 import random
 from itertools import combinations_with_replacement, product
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
 
 import clingo
@@ -434,25 +435,36 @@ def _silent(code: clingo.MessageCode, message: str) -> None:
 
 def allowed_types(constraints) -> np.ndarray:
     """Sorted type ids an object may have under the one-object constraints (templates 1-5, 11), as the
-    answer sets of ``background.lp + object(0) + those constraints`` (clingo enumerates them all)."""
+    answer sets of ``background.lp + object(0) + those constraints`` (clingo enumerates them all).
+
+    Cached per process by the constraints' ASP text (the scene sampler and the question generator
+    share one enumeration per environment); the returned int64 array is read-only."""
     unary = "\n".join("\n".join(c.asp_rules()) for c in constraints if c.template in UNARY_TEMPLATES)
+    return _allowed_types(unary)
+
+
+@lru_cache(maxsize=256)
+def _allowed_types(unary: str) -> np.ndarray:
     control = clingo.Control(["--models=0"], logger=_silent)
     control.add("base", [], "\n".join((read_asp("background.lp"), "object(0).", unary,
                                         "#show hasProperty/3. #show at/2.")))
     control.ground([("base", [])])
+    # each shown atom adds its field's share of the type id (symbols hash in C: no per-model parsing)
+    share: dict[clingo.Symbol, int] = {}
+    for atom in control.symbolic_atoms.by_signature("hasProperty", 3):
+        _, a, v = atom.symbol.arguments
+        share[atom.symbol] = _VALUE_INDEX[a.name][v.name] * _STRIDE[a.name]
+    for atom in control.symbolic_atoms.by_signature("at", 2):
+        share[atom.symbol] = atom.symbol.arguments[1].number * _STRIDE["region"]
     types: list[int] = []
 
     def on_model(model: clingo.Model) -> None:
-        values: dict[str, object] = {}
-        for symbol in model.symbols(shown=True):
-            if symbol.name == "at":
-                values["region"] = symbol.arguments[1].number
-            else:
-                values[symbol.arguments[1].name] = symbol.arguments[2].name
-        types.append(sum(_VALUE_INDEX[f][values[f]] * _STRIDE[f] for f in TYPE_FIELDS))
+        types.append(sum(share[symbol] for symbol in model.symbols(shown=True)))
 
     control.solve(on_model=on_model)
-    return np.array(sorted(types), dtype=np.int64)
+    result = np.array(sorted(types), dtype=np.int64)
+    result.setflags(write=False)
+    return result
 
 
 class _SceneProgram:
@@ -673,6 +685,28 @@ def _choose(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     return (np.cumsum(ok, axis=1) <= r[:, None]).sum(axis=1)
 
 
+@dataclass(frozen=True, eq=False)
+class SamplerState:
+    """What a :class:`SceneSampler` computes at construction (and, for the Gibbs sampler, on first use),
+    so that another process can rebuild the same sampler without recomputing it (the dataset generator
+    prepares one per environment, in parallel, and ships it with the examples' tasks).
+
+    Attributes:
+        fingerprint: the environment program and the construction settings it was computed for
+            (a sampler refuses the state of another environment or other settings).
+        allowed: type ids allowed by the one-object constraints (int16, sorted).
+        start: a complete scene (type ids, int16, length N): clingo's first model.
+        acceptance_rate: the calibrated acceptance rate of the rejection proposals.
+        pool: the Gibbs sampler's starting states, (pool_size, N) int16, or None (built on first use).
+    """
+
+    fingerprint: str
+    allowed: np.ndarray
+    start: np.ndarray
+    acceptance_rate: float
+    pool: np.ndarray | None = None
+
+
 class SceneSampler:
     """Sample complete scene graphs of one environment, (nearly) uniformly over its answer sets.
 
@@ -696,10 +730,14 @@ class SceneSampler:
             acceptance rate (it stops early after 200 acceptances).
         seed: seed of the construction-time randomness (calibration, pool); the default 0 keeps
             construction deterministic.
+        state: a :class:`SamplerState` from :meth:`state` of a sampler of the same environment with the
+            same settings: the calibration (and the pool, when it holds one) is taken from it instead of
+            being recomputed; the sampler then draws exactly the scenes the original would.
 
     Raises:
         UnsatisfiableError: the environment has no complete scene.
-        FormatError: bad arguments, or a constraint uses a template the sampler does not know.
+        FormatError: bad arguments, a constraint uses a template the sampler does not know, or
+            ``state`` belongs to another environment or other settings.
 
     Not thread-safe (one clingo control, counters): use one sampler per thread or process.
 
@@ -715,7 +753,7 @@ class SceneSampler:
     def __init__(self, environment: Environment, *, method: str = "auto", verify: bool = True,
                  max_expected_proposals: int = 2000, max_proposals: int | None = None, mcmc_sweeps: int = 1,
                  pool_size: int = 1024, pool_chains: int = 64, burn_in: int = 30, thinning: int = 2,
-                 calibration_proposals: int = 50_000, seed: int = 0) -> None:
+                 calibration_proposals: int = 50_000, seed: int = 0, state: SamplerState | None = None) -> None:
         if method not in self.METHODS:
             raise FormatError(f"method must be one of {self.METHODS}", field="method", value=method)
         for name, value, low in (("mcmc_sweeps", mcmc_sweeps, 0), ("pool_size", pool_size, 1),
@@ -734,9 +772,14 @@ class SceneSampler:
         self.thinning = thinning
         self.stats = SamplerStats()
         self.check = SceneCheck(environment.constraints)
-        self.allowed = allowed_types(environment.constraints)
+        self._fingerprint = repr((environment.constraints_asp(), self.num_objects, calibration_proposals, seed,
+                                  pool_size, pool_chains, burn_in, thinning))
+        if state is not None and state.fingerprint != self._fingerprint:
+            raise FormatError("the sampler state was computed for another environment or other settings",
+                              field="state", value=f"environment {environment.id}")
+        self.allowed = allowed_types(environment.constraints) if state is None else state.allowed.astype(np.int64)
         self._program = _SceneProgram(environment)
-        start = self._program.first_model_types()
+        start = self._program.first_model_types() if state is None else state.start.astype(np.int64)
         if start is None:
             raise UnsatisfiableError(f"environment {environment.id} has no complete scene with "
                                      f"{self.num_objects} objects")
@@ -744,9 +787,15 @@ class SceneSampler:
         self.proposal = StratifiedProposal(self.allowed, self.num_objects, self.check.objects)
         self.kernel = GibbsKernel(self.check, self.allowed, _counted_fields(environment.constraints))
 
-        gen = np.random.default_rng([seed, 0x5CE7E])
-        drawn, accepted = self._calibrate(gen, calibration_proposals)
-        self.acceptance_rate = accepted / drawn if drawn else 0.0
+        self._calibration_proposals = calibration_proposals
+        self._calibration_seed = seed
+        self._exact_starts: list[np.ndarray] | None = None
+        if state is None:
+            gen = np.random.default_rng([seed, 0x5CE7E])
+            drawn, accepted = self._calibrate(gen, calibration_proposals)
+            self.acceptance_rate = accepted / drawn if drawn else 0.0
+        else:
+            self.acceptance_rate = state.acceptance_rate
         if method == "auto":
             usable = self.acceptance_rate > 0 and 1.0 / self.acceptance_rate <= max_expected_proposals
             method = "rejection" if usable else "mcmc"
@@ -754,8 +803,21 @@ class SceneSampler:
         expected = 1.0 / self.acceptance_rate if self.acceptance_rate > 0 else float(max_expected_proposals)
         self.max_proposals = max(10_000, int(30 * expected)) if max_proposals is None else max_proposals
         self.batch_size = int(min(4096, max(32, 1.5 * expected)))
-        self._pool: np.ndarray | None = None
+        self._pool: np.ndarray | None = None if state is None or state.pool is None else state.pool.astype(np.int64)
         self._pool_seed = seed
+
+    def state(self, *, with_pool: bool | None = None) -> SamplerState:
+        """This sampler's :class:`SamplerState` (small: int16 arrays; with the pool about 2 x N KB).
+
+        Args:
+            with_pool: include the Gibbs pool (built now if needed); default: when the method is
+                ``"mcmc"`` (a rejection sampler only needs it when a sample's budget runs out).
+        """
+        if with_pool is None:
+            with_pool = self.method == "mcmc"
+        pool = self.pool().astype(np.int16) if with_pool else None
+        return SamplerState(self._fingerprint, self.allowed.astype(np.int16), np.asarray(self._start, np.int16),
+                            self.acceptance_rate, pool)
 
     # ------------------------------------------------------------------ public API
     def sample(self, rng: random.Random) -> Scene:
@@ -876,6 +938,8 @@ class SceneSampler:
         if self._pool is None:
             gen = np.random.default_rng([self._pool_seed, 0x9001])
             chains = min(self.pool_chains, self.pool_size)
+            if self._exact_starts is None:  # built from a state: the calibration's exact samples, again
+                self._calibrate(np.random.default_rng([self._calibration_seed, 0x5CE7E]), self._calibration_proposals)
             starts = list(self._exact_starts)
             if len(starts) < min(chains, 8):
                 starts += random_models(self.environment, chains - len(starts), seed=self._pool_seed)
