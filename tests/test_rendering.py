@@ -332,3 +332,82 @@ def test_render_command_errors_are_one_line(tmp_path, capsys):
     assert main(["render", "--dataset", str(tmp_path / "missing"), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_remove_stale_temp_files_keeps_live_and_fresh_ones(tmp_path):
+    import os
+    import time
+
+    from clevr_poc.rendering.dataset import remove_stale_temp_files
+
+    images, scenes = tmp_path / "incomplete" / "images" / "val", tmp_path / "incomplete" / "scenes" / "val"
+    images.mkdir(parents=True)
+    scenes.mkdir(parents=True)
+    dead = images / f".CLEVR_val_000001.png.{_dead_pid()}.tmp"  # a SIGKILLed render's PNG
+    live = images / f".CLEVR_val_000002.png.{os.getpid()}.tmp"  # a render running now
+    old = scenes / ".CLEVR_000001.json.ab12_xyz.tmp"  # a killed atomic_write_text
+    fresh = scenes / ".CLEVR_000002.json.k3j4h5g6.tmp"  # being written now
+    other = scenes / ".notes.tmp"  # not ours
+    for path in (dead, live, old, fresh, other):
+        path.write_text("partial")
+    os.utime(old, (time.time() - 120, time.time() - 120))
+    assert remove_stale_temp_files(tmp_path) == [dead, old]
+    assert live.exists() and fresh.exists() and other.exists()
+    assert remove_stale_temp_files(tmp_path) == []
+
+
+def test_render_command_resumes_after_a_killed_run(bpy, tmp_path, capsys):
+    import os
+    import time
+
+    scenes = tmp_path / "incomplete" / "scenes" / "train"
+    images = tmp_path / "incomplete" / "images" / "train"
+    scenes.mkdir(parents=True)
+    images.mkdir(parents=True)
+    SCENE.without_object(2).to_file(scenes / "CLEVR_000000.json")
+    # what SIGKILL leaves while the image and then the scene file are written: temp files only
+    (images / f".CLEVR_train_000000.png.{_dead_pid()}.tmp").write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    stale_scene = scenes / ".CLEVR_000000.json.q1w2e3r4.tmp"
+    stale_scene.write_text('{"objects": [')
+    os.utime(stale_scene, (time.time() - 300, time.time() - 300))
+    argv = ["render", "--dataset", str(tmp_path), "--samples", "1", "--width", "48", "--height", "36",
+            "--no-progress", "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["rendered"], report["stale_temp_files_removed"]) == (1, 2)
+    assert sorted(p.name for p in images.iterdir()) == ["CLEVR_train_000000.png"]
+    assert sorted(p.name for p in scenes.iterdir()) == ["CLEVR_000000.json"]
+    assert _image(images / "CLEVR_train_000000.png").shape == (36, 48, 3)
+
+
+def test_ctrl_c_during_blender_render_stops_without_writing_the_image(bpy, tmp_path, monkeypatch):
+    # Blender swallows a KeyboardInterrupt raised inside its render callback (a render command kept
+    # going after SIGINT); render_scene holds the signal back and raises after Blender returns
+    import os
+    import signal
+
+    from clevr_poc.rendering import blender as blender_module
+    from clevr_poc.rendering import render_scene
+
+    real_render_png = blender_module.render_png
+
+    def render_png_with_ctrl_c(path, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while Blender renders
+        return real_render_png(path, **kwargs)
+
+    monkeypatch.setattr(blender_module, "render_png", render_png_with_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        render_scene(SCENE, tmp_path / "x.png", width=48, height=36, samples=1)
+    assert list(tmp_path.iterdir()) == []  # neither the image nor its temp file
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    monkeypatch.setattr(blender_module, "render_png", real_render_png)
+    assert render_scene(SCENE, tmp_path / "x.png", width=48, height=36, samples=1).image_path.exists()

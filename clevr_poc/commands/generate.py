@@ -69,7 +69,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--render-complete", action="store_true",
                         help="with --render: also render the complete scenes")
     parser.add_argument("--samples", default=None, metavar="N",
-                        help="with --render: samples per pixel (default: the renderer's, 16)")
+                        help="with --render: samples per pixel (default: the renderer's, 8)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(func=run)

@@ -4,7 +4,7 @@ A thin shell over :func:`clevr_poc.rendering.dataset.render_dataset`: renders
 ``DIR/incomplete/scenes/<split>/*.json`` to ``DIR/incomplete/images/<split>/<image_filename>`` (and, with
 ``--complete``, the complete scenes to ``DIR/complete/images/...``), rewrites each scene file with its
 ground truth (masks, boxes, ``pixel_coords``, camera), skips images already done (resumable), writes
-atomically. Needs ``bpy`` (``pip install 'clevr-poc[render]'``); bad values end with one ``error: ...``
+atomically, and first removes the temp files a killed run left. Needs ``bpy`` (``pip install 'clevr-poc[render]'``); bad values end with one ``error: ...``
 line and exit status 1.
 """
 
@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     report = {"images": summary.images, "rendered": summary.rendered, "skipped": summary.skipped,
               "seconds": round(summary.seconds, 2),
               "seconds_per_image": None if summary.seconds_per_image is None else round(summary.seconds_per_image, 3),
+              "stale_temp_files_removed": summary.stale_temp_files,
               "scenes_with_invisible_objects": len(summary.invisible),
               "invisible": [{"scene": s, "objects": [list(o) for o in objs]} for s, objs in summary.invisible]}
     if args.json:
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{args.dataset}: {summary.images} images ({summary.rendered} rendered now, "
               f"{summary.skipped} already there)")
+        if summary.stale_temp_files:
+            print(f"removed {summary.stale_temp_files} temp file(s) left by an interrupted run")
         if summary.rendered:
             print(f"rendering: {summary.seconds:.1f} s, {summary.seconds_per_image:.2f} s per image per worker")
         if summary.invisible:

@@ -15,6 +15,12 @@ object), and the result does not depend on the worker count or the order of rend
 to the dataset's seed (``DIR/dataset.json``, written by ``generate``; 0 without one): the generator
 checks every layout from the camera of that very seed (:mod:`clevr_poc.generation.dataset`).
 
+Interruptions: Ctrl-C removes the temp file of the image being rendered; a hard kill (SIGKILL, power
+loss) can leave one behind (``.<image>.<pid>.tmp`` beside the images, or ``.<scene>.json.<random>.tmp``
+beside the scene files), never a partial PNG or JSON under the final name. The next run removes such
+leftovers first (:func:`remove_stale_temp_files`: image temps whose process is gone, scene temps older
+than a minute), so a resumed dataset ends with no temp files.
+
 Visibility: objects under the pixel minimum are reported (counted in the summary, listed per scene),
 not re-placed: moving an object here would change the relationships the questions were generated from.
 ``generate`` checks visibility while laying out (no Blender needed), from the camera of the default seed
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +83,8 @@ class RenderSummary:
         seconds: wall clock of the rendering part; ``seconds_per_image``: mean over rendered images of
             each worker's time (wall clock per image of one worker).
         invisible: (scene path, ((object, pixels, reason), ...)) for scenes with objects under the minimum.
+        stale_temp_files: temp files of an earlier, killed run removed before rendering
+            (:func:`remove_stale_temp_files`).
     """
 
     images: int
@@ -84,6 +93,7 @@ class RenderSummary:
     seconds: float
     seconds_per_image: float | None
     invisible: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...] = field(default=())
+    stale_temp_files: int = 0
 
 
 def image_seed(seed: int, split: str, image_filename: str) -> int:
@@ -121,6 +131,55 @@ def _splits(dataset: Path, kind: str, splits: Sequence[str] | None) -> list[str]
     if not root.is_dir():
         raise FormatError("not a dataset folder (no scenes folder)", source=root)
     return sorted(p.name for p in root.iterdir() if p.is_dir())
+
+
+#: ``.<image>.<pid>.tmp``: the temp PNG of :func:`clevr_poc.rendering.render.render_scene`.
+_IMAGE_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)\.tmp$")
+#: ``.<scene>.json.<8 random characters>.tmp``: the temp file of :func:`clevr_poc._io.atomic_write_text`.
+_SCENE_TEMP = re.compile(r"^\.(?P<name>.+\.json)\.[A-Za-z0-9_]{8}\.tmp$")
+#: Scene temp files at least this old (seconds) are stale (a scene write takes milliseconds).
+SCENE_TEMP_MAX_AGE = 60.0
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_temp_files(dataset: str | os.PathLike[str], *, kinds: Sequence[str] = KINDS,
+                            now: float | None = None) -> list[Path]:
+    """Remove the temp files a killed render left in ``DIR/<kind>/images/*/`` and ``DIR/<kind>/scenes/*/``.
+
+    An image temp (``.<image>.<pid>.tmp``) is stale when no process ``pid`` runs (a render running at
+    the same time, on this machine, keeps its own); a scene temp (``.<scene>.json.<random>.tmp``) when
+    its modification time is at least :data:`SCENE_TEMP_MAX_AGE` seconds before ``now`` (default: the
+    current time). Other files are never touched. Returns the removed paths, sorted.
+    """
+    dataset = Path(dataset)
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    for kind in kinds:
+        for path in sorted((dataset / kind / "images").glob("*/.*.tmp")):
+            match = _IMAGE_TEMP.match(path.name)
+            if match and not _process_alive(int(match["pid"])):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        for path in sorted((dataset / kind / "scenes").glob("*/.*.tmp")):
+            if not _SCENE_TEMP.match(path.name):
+                continue
+            try:
+                stale = now - path.stat().st_mtime >= SCENE_TEMP_MAX_AGE
+            except FileNotFoundError:  # its writer just renamed it
+                continue
+            if stale:
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return sorted(removed)
 
 
 def plan_tasks(dataset: str | os.PathLike[str], *, splits: Sequence[str] | None = None, complete: bool = False,
@@ -185,7 +244,8 @@ def render_dataset(
     limit: int | None = None,
     progress: bool = True,
 ) -> RenderSummary:
-    """Render every scene of a dataset folder that has no image yet (module doc).
+    """Render every scene of a dataset folder that has no image yet (module doc), after removing the
+    temp files a killed earlier run left (:func:`remove_stale_temp_files`).
 
     Each worker renders with ``os.cpu_count() // workers`` Blender threads (local executor). ``seed``
     None (default) is the dataset's seed (:func:`dataset_seed`), the one ``generate`` checked visibility with.
@@ -198,6 +258,7 @@ def render_dataset(
     from clevr_poc.executors import default_workers, map_ordered
 
     threads = max(1, default_workers() // workers) if executor == "local" else 0
+    stale = remove_stale_temp_files(dataset, kinds=KINDS if complete else KINDS[:1])
     settings = {"samples": samples, "width": width, "height": height, "engine": engine, "min_pixels": min_pixels,
                 "threads": threads}
     tasks, done = plan_tasks(dataset, splits=splits, complete=complete, seed=seed, overwrite=overwrite, limit=limit,
@@ -214,7 +275,7 @@ def render_dataset(
     seconds = time.perf_counter() - start
     invisible = tuple((r.scene_path, r.offending) for r in results if r.offending)
     per_image = sum(r.seconds for r in results) / len(results) if results else None
-    return RenderSummary(len(tasks) + done, len(results), done, seconds, per_image, invisible)
+    return RenderSummary(len(tasks) + done, len(results), done, seconds, per_image, invisible, len(stale))
 
 
 def iter_scene_files(dataset: str | os.PathLike[str], kind: str = "incomplete") -> Iterable[Path]:
