@@ -1,23 +1,35 @@
 """Generation throughput: complete scene graphs/s and labelled questions/s, and the projected time for
 the paper's 10^6 scene graphs (paper §3.3: "we randomly sample a million of these scene graphs").
 
-Measured with :func:`clevr_poc.executors.map_ordered` on ``--workers`` processes (default 2), on
-environments from the sampler (N = 5-9 objects, up to 15 constraints):
+Everything runs through :func:`clevr_poc.executors.map_ordered` on ``--workers`` processes (default 2),
+on ``--environments`` environments from the dataset's own sampler (N = 5-9 objects, up to 15
+constraints), exactly as ``python -m clevr_poc generate`` (default settings) runs them:
 
-1. *complete scene graphs*: :class:`~clevr_poc.generation.scenes.SceneSampler` samples (attributes and
-   regions; every scene checked by clingo), per-process sampler construction included;
-2. *with layout*: the same plus :func:`~clevr_poc.generation.layout.place_objects` (3D coordinates,
-   relationships);
-3. *labelled questions*: the dataset pipeline per example (scene, layout, hidden object, question
-   instantiation, labelling by the reasoner, retries), i.e.
-   :func:`clevr_poc.generation.dataset.generate_example`, without disk writes;
-4. *dataset*: :func:`~clevr_poc.generation.dataset.generate_dataset` into a temporary folder (writes
+0. *environment set-up*: :func:`~clevr_poc.generation.dataset.prepare_dataset_environments`
+   (environments sampled, each one's scene sampler calibrated -- and its Gibbs pool built when it needs
+   one -- once, in parallel);
+1. *complete scene graphs*: :meth:`~clevr_poc.generation.scenes.SceneSampler.sample` (attributes and
+   regions, every scene checked by clingo), samplers rebuilt in the workers from the prepared states;
+2. *with layout*: the same plus :func:`~clevr_poc.generation.layout.place_objects`;
+3. *labelled questions*: :func:`~clevr_poc.generation.dataset.generate_example` per question (scene,
+   layout, visibility check from the render camera, hidden object, question, answer labelled by the
+   reasoner, retries), without disk writes; the figure's time includes the environment set-up (0.);
+4. *baseline* (same run, same tasks): the reference path -- every worker builds every sampler itself
+   and every layout is ray-cast (``ExampleTask(sampler_state=None, exact_visibility=True)``), which is
+   what ``generate`` did before the cheap visibility bound and the shared sampler states (the outputs
+   are identical: the benchmark checks it question by question);
+5. *dataset*: :func:`~clevr_poc.generation.dataset.generate_dataset` into a temporary folder (writes
    included; statistics/plots excluded from the rate).
+
+Rates: *wall* = items / wall seconds with ``--workers`` processes (what the machine delivered, process
+start-up, imports and set-up included); *per CPU-second* = items / CPU seconds of the parent and all
+its worker processes (getrusage; what one dedicated core delivers, less sensitive to other load). The
+load average is printed next to each figure: other processes on the machine lower the wall figures.
 
 Usage::
 
     python benchmarks/generation.py [--workers 2] [--environments 10] [--scenes 20000] [--questions 1000]
-                                    [--seed 0] [--json]
+                                    [--seed 0] [--no-baseline] [--json]
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import json
 import os
 import platform
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -34,28 +47,26 @@ import time
 from clevr_poc.executors import map_ordered
 from clevr_poc.generation.dataset import (
     DatasetConfig, ExampleTask, derive_seed, generate_dataset, generate_example, plan_examples,
-    sample_dataset_environments,
+    prepare_dataset_environments,
 )
 
 PAPER_SCENE_GRAPHS = 1_000_000
 _SAMPLERS: dict = {}
 
 
-def _sampler(environment):
+def _sampler(environment, state):
     from clevr_poc.generation.scenes import SceneSampler
 
     key = (environment.id, environment.constraints_asp())
     if key not in _SAMPLERS:
-        _SAMPLERS[key] = SceneSampler(environment)
+        _SAMPLERS[key] = SceneSampler(environment, state=state)
     return _SAMPLERS[key]
 
 
-def sample_scene_graphs(task) -> tuple[int, float]:
-    """Worker: ``count`` complete scene graphs of one environment (optionally laid out); returns
-    (count, CPU seconds of this process spent on it, sampler construction included)."""
-    started = time.process_time()
-    environment, seed, count, layout = task
-    sampler = _sampler(environment)
+def sample_scene_graphs(task) -> int:
+    """Worker: ``count`` complete scene graphs of one environment (optionally laid out)."""
+    environment, state, seed, count, layout = task
+    sampler = _sampler(environment, state)
     rng = random.Random(seed)
     done = 0
     while done < count:
@@ -68,28 +79,46 @@ def sample_scene_graphs(task) -> tuple[int, float]:
             except PlacementError:
                 continue
         done += 1
-    return done, time.process_time() - started
+    return done
 
 
-def labelled_question(task: ExampleTask) -> tuple[int, float, int]:
-    """Worker: one dataset example (no writes); returns (1, CPU seconds, attempts)."""
-    started = time.process_time()
+def labelled_question(task: ExampleTask) -> tuple[str, int]:
+    """Worker: one dataset example (no writes); returns (its question file's text, attempts)."""
     result = generate_example(task)
-    return 1, time.process_time() - started, result.attempts
+    return result.question_json, result.attempts
 
 
-def _rate(func, tasks, workers: int, chunksize: int = 1) -> dict:
-    """Run ``func`` over ``tasks`` (each returns (items, CPU seconds, ...)): wall-clock rate, and the rate
-    per CPU-second of the workers (what one dedicated core achieves; unaffected by other load)."""
-    started = time.perf_counter()
-    items = cpu = extra = 0
-    for result in map_ordered(func, tasks, workers=workers, chunksize=chunksize):
-        items += result[0]
-        cpu += result[1]
-        extra += result[2] if len(result) > 2 else 0
-    seconds = time.perf_counter() - started
-    return {"count": items, "seconds": round(seconds, 2), "per_second": round(items / seconds, 1),
-            "per_cpu_second": round(items / cpu, 1), "extra": extra}
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its waited-for children so far."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else float("nan")
+
+
+class _Timer:
+    """Wall and CPU seconds (parent + finished worker pools) of a block, and the load around it."""
+
+    def __enter__(self) -> "_Timer":
+        self.load_before = _load()
+        self.wall, self.cpu = time.perf_counter(), _cpu_seconds()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = _cpu_seconds() - self.cpu
+        self.load_after = _load()
+
+
+def _rate(count: int, wall: float, cpu: float, timer: _Timer, **extra) -> dict:
+    return {"count": count, "seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
+            "per_second": round(count / wall, 1), "per_cpu_second": round(count / cpu, 1),
+            "load_average": [timer.load_before, timer.load_after], **extra}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,39 +129,64 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layout-scenes", type=int, default=4_000, help="scene graphs to sample and lay out")
     parser.add_argument("--questions", type=int, default=1_000, help="labelled questions to generate")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-baseline", action="store_true", help="skip the baseline (reference path) run")
+    parser.add_argument("--no-dataset", action="store_true", help="skip the generate_dataset run")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--visibility-check", default="both", choices=["both", "partial", "off"],
-                        help="layout visibility check of the labelled-question runs (default: both, as generate)")
     args = parser.parse_args(argv)
 
-    config = DatasetConfig(args.environments, max(1, args.questions // args.environments), args.seed,
-                           visibility_check=args.visibility_check)
-    started = time.perf_counter()
-    environments = sample_dataset_environments(config, workers=args.workers)
-    environment_seconds = time.perf_counter() - started
+    config = DatasetConfig(args.environments, max(1, args.questions // args.environments), args.seed)
+    with _Timer() as setup:
+        environments, states = prepare_dataset_environments(config, workers=args.workers)
+    methods = [s.pool is not None for s in states]
 
     def scene_tasks(total: int, layout: bool, chunk: int = 500):
         per_env = total // len(environments)
-        tasks = []
-        for env in environments:
-            for start in range(0, per_env, chunk):
-                tasks.append((env, derive_seed(args.seed, "bench", env.id, start, layout), min(chunk, per_env - start),
-                              layout))
-        return tasks
+        return [(env, state, derive_seed(args.seed, "bench", env.id, start, layout), min(chunk, per_env - start),
+                 layout)
+                for env, state in zip(environments, states) for start in range(0, per_env, chunk)]
 
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    scenes = _rate(sample_scene_graphs, scene_tasks(args.scenes, False), args.workers)
-    laid_out = _rate(sample_scene_graphs, scene_tasks(args.layout_scenes, True, 200), args.workers)
+    def run_scenes(total: int, layout: bool, chunk: int) -> dict:
+        with _Timer() as timer:
+            count = sum(map_ordered(sample_scene_graphs, scene_tasks(total, layout, chunk), workers=args.workers))
+        return _rate(count, timer.wall, timer.cpu, timer)
+
+    scenes = run_scenes(args.scenes, False, 500)
+    laid_out = run_scenes(args.layout_scenes, True, 200)
+
     specs = plan_examples(config)
-    tasks = [ExampleTask(s, environments[s.environment_id], config.seed, config.max_attempts,
-                         config.fallback_attributes) for s in specs]
-    questions = _rate(labelled_question, tasks, args.workers, chunksize=4)
-    attempts = questions.pop("extra") / questions["count"]
-    scenes.pop("extra"), laid_out.pop("extra")
-    with tempfile.TemporaryDirectory() as tmp:
-        summary = generate_dataset(os.path.join(tmp, "data"), environments=config.environments,
-                                   scenes_per_environment=config.scenes_per_environment, seed=config.seed,
-                                   workers=args.workers, progress=False)
+
+    def run_questions(shared: bool) -> tuple[dict, list[str]]:
+        tasks = [ExampleTask(s, environments[s.environment_id], config.seed, config.max_attempts,
+                             config.fallback_attributes, config.visibility,
+                             states[s.environment_id] if shared else None, exact_visibility=not shared)
+                 for s in specs]
+        texts, attempts = [], 0
+        with _Timer() as timer:
+            for text, used in map_ordered(labelled_question, tasks, workers=args.workers, chunksize=4):
+                texts.append(text)
+                attempts += used
+        # the environment set-up is part of what generate does for these questions: count it
+        wall, cpu = timer.wall + setup.wall, timer.cpu + setup.cpu
+        rate = _rate(len(texts), wall, cpu, timer, attempts_per_question=round(attempts / len(texts), 2),
+                     examples_seconds=round(timer.wall, 2))
+        return rate, texts
+
+    questions, texts = run_questions(True)
+    baseline = None
+    if not args.no_baseline:
+        baseline, reference = run_questions(False)
+        baseline["identical_questions"] = reference == texts
+    dataset = None
+    if not args.no_dataset:
+        with tempfile.TemporaryDirectory() as tmp, _Timer() as timer:
+            summary = generate_dataset(os.path.join(tmp, "data"), environments=config.environments,
+                                       scenes_per_environment=config.scenes_per_environment, seed=config.seed,
+                                       workers=args.workers, progress=False)
+        seconds = summary.environments_seconds + summary.examples_seconds
+        dataset = {"count": summary.generated, "seconds": round(seconds, 2),
+                   "per_second": round(summary.generated / seconds, 1),
+                   "stats_and_plots_seconds": round(summary.stats_seconds, 2),
+                   "load_average": [timer.load_before, timer.load_after]}
 
     def projected(rate: dict) -> dict:
         return {"wall_hours": round(PAPER_SCENE_GRAPHS / rate["per_second"] / 3600, 2),
@@ -140,16 +194,16 @@ def main(argv: list[str] | None = None) -> int:
 
     report = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "load_average_at_start": round(load, 2),
         "workers": args.workers,
         "environments": len(environments),
-        "environment_sampling_seconds": round(environment_seconds, 2),
+        "gibbs_environments": sum(methods),
+        "environment_setup": {"seconds": round(setup.wall, 2), "cpu_seconds": round(setup.cpu, 2),
+                              "load_average": [setup.load_before, setup.load_after]},
         "complete_scene_graphs": scenes,
         "scene_graphs_with_layout": laid_out,
-        "labelled_questions": {**questions, "attempts_per_question": round(attempts, 2)},
-        "dataset_with_writes": {"count": summary.generated, "seconds": round(summary.examples_seconds, 2),
-                                "per_second": round(summary.questions_per_second, 1),
-                                "stats_and_plots_seconds": round(summary.stats_seconds, 2)},
+        "labelled_questions": questions,
+        "labelled_questions_baseline": baseline,
+        "dataset_with_writes": dataset,
         "projected_for_1e6": {"complete_scene_graphs": projected(scenes),
                               "scene_graphs_with_layout": projected(laid_out),
                               "labelled_questions": projected(questions)},
@@ -157,18 +211,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    print(f"{report['machine']}; {args.workers} workers; load average {load:.1f} at start; "
-          f"{len(environments)} environments (sampled in {environment_seconds:.1f} s)")
-    print("rates: wall clock with this many workers | per CPU-second of a worker (x2 = two dedicated cores)")
-    for name, rate in (("complete scene graphs", scenes), ("  with 3D layout", laid_out),
-                       ("labelled questions", questions)):
+    print(f"{report['machine']}; {args.workers} workers; {len(environments)} environments ({sum(methods)} need "
+          f"the Gibbs sampler); environment set-up {setup.wall:.1f} s wall, {setup.cpu:.1f} CPU-s")
+    print("rates: wall clock with this many workers | per CPU-second (parent + workers) | load average "
+          "before-after")
+    rows = [("complete scene graphs", scenes), ("  with 3D layout", laid_out), ("labelled questions", questions)]
+    if baseline is not None:
+        rows.append(("  baseline (reference)", baseline))
+    for name, rate in rows:
         hours = projected(rate)
         print(f"{name:22s}: {rate['per_second']:8.1f} /s wall | {rate['per_cpu_second']:8.1f} /CPU-s "
-              f"({rate['count']} in {rate['seconds']:.1f} s) -> 10^6: {hours['wall_hours']:.2f} h wall, "
+              f"({rate['count']} in {rate['seconds']:.1f} s) | load {rate['load_average'][0]:.1f}-"
+              f"{rate['load_average'][1]:.1f} -> 10^6: {hours['wall_hours']:.2f} h wall, "
               f"{hours['hours_on_2_dedicated_cores']:.2f} h on 2 dedicated cores")
-    print(f"  ({attempts:.2f} attempts per labelled question)")
-    print(f"dataset (with writes) : {summary.questions_per_second:8.1f} /s wall ({summary.generated} in "
-          f"{summary.examples_seconds:.1f} s; statistics and plots {summary.stats_seconds:.1f} s)")
+    print(f"  ({questions['attempts_per_question']:.2f} attempts per labelled question; labelled-question "
+          f"times include the environment set-up)")
+    if baseline is not None:
+        print(f"  baseline questions identical to the optimised path: {baseline['identical_questions']}; "
+              f"speed-up x{questions['per_second'] / baseline['per_second']:.2f} wall, "
+              f"x{questions['per_cpu_second'] / baseline['per_cpu_second']:.2f} per CPU-s")
+    if dataset is not None:
+        print(f"dataset (with writes) : {dataset['per_second']:8.1f} /s wall ({dataset['count']} in "
+              f"{dataset['seconds']:.1f} s, environments included; statistics and plots "
+              f"{dataset['stats_and_plots_seconds']:.1f} s) | load {dataset['load_average'][0]:.1f}-"
+              f"{dataset['load_average'][1]:.1f}")
     return 0
 
 

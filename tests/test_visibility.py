@@ -76,6 +76,49 @@ def test_partial_scope_only_needs_the_objects_the_partial_image_shows():
     assert [(k, reason) for k, _, reason in strict.offending] == [(3, "too_small")]
 
 
+def test_cheap_bound_is_conservative_and_gives_the_full_checks_decisions():
+    """The bound never exceeds the ray-cast pixel counts; the decision-only check (``exact_pixels=False``,
+    what ``generate`` runs) returns the full check's ok/image/offending on hand-made and random layouts
+    (thresholds 40 and 300 px: accepted and rejected ones, both scopes)."""
+    import random
+
+    from clevr_poc.environments.sampler import derived_seed, sample_environment
+    from clevr_poc.generation.layout import PlacementError, place_objects, visible_pixel_bounds
+    from clevr_poc.generation.scenes import SceneSampler
+    from clevr_poc.rendering.render import scene_camera, scene_meshes
+
+    camera = scene_camera(11)
+    spread = visible_pixel_bounds(scene_meshes(SPREAD), camera, range(4))
+    exact = check_visibility(SPREAD, seed=11).pixels
+    assert all(0.9 * e <= b <= e for b, e in zip(spread, exact))  # apart: within 10 % of the exact count
+    behind = visible_pixel_bounds(scene_meshes(BEHIND), camera, range(3))
+    assert behind[1] == 0 and behind[0] <= check_visibility(BEHIND, seed=11).pixels[0]
+    fast = VisibilityCheck().check(SPREAD, 0, camera_seed=11, exact_pixels=False)
+    assert fast.ok and fast.pixels is None  # decided by the bound alone
+    rejected = VisibilityCheck().check(BEHIND, 2, camera_seed=11, exact_pixels=False)
+    assert (rejected.ok, rejected.image, rejected.offending) == (False, "complete", ((1, 0, "occluded"),))
+
+    sampler = SceneSampler(sample_environment(derived_seed(3, 0), env_id=0))
+    rng = random.Random(4)
+    decided = rejected = 0
+    for trial in range(40):
+        try:
+            scene = place_objects(sampler.sample(rng), rng).scene
+        except PlacementError:
+            continue
+        seed, hidden = rng.getrandbits(32), rng.randrange(len(scene))
+        full = check_visibility(scene, seed=seed)
+        bounds = visible_pixel_bounds(scene_meshes(scene), scene_camera(seed), range(len(scene)))
+        assert all(b <= e for b, e in zip(bounds, full.pixels))
+        for check in (VisibilityCheck("both", 40), VisibilityCheck("both", 300), VisibilityCheck("partial", 300)):
+            a = check.check(scene, hidden, seed, exact_pixels=False)
+            b = check.check(scene, hidden, seed)
+            assert (a.ok, a.image, a.offending) == (b.ok, b.image, b.offending)
+            decided += a.pixels is None
+            rejected += not b.ok
+    assert decided > 20 and rejected > 5  # both paths were exercised
+
+
 def test_bad_settings_are_format_errors():
     with pytest.raises(FormatError, match="scope"):
         VisibilityCheck(scope="complete")

@@ -36,6 +36,8 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+import numpy as np
+
 from clevr_poc import domain
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.scene import Scene, compute_relationships
@@ -323,10 +325,19 @@ class VisibilityCheck:
         camera = scene_camera(camera_seed, width=self.width, height=self.height)
         meshes = scene_meshes(complete)
         if not exact_pixels:
-            shown = range(len(meshes)) if self.scope == "both" else [k for k in range(len(meshes)) if k != hidden]
-            bounds = visible_pixel_bounds(meshes, camera, shown, self.min_pixels)
-            if bounds is not None and all(bounds[k] >= self.min_pixels for k in shown):
-                return VisibilityOutcome(True, None)
+            if self.scope == "both":
+                silhouettes = _silhouettes(meshes, camera, range(len(meshes)))
+                if silhouettes is not None:
+                    bounds = _pixel_bounds(silhouettes, camera, len(meshes), range(len(meshes)))
+                    unsure = [k for k, b in enumerate(bounds) if b < self.min_pixels]
+                    if not unsure:
+                        return VisibilityOutcome(True, None)
+                    return self._decide(meshes, camera, silhouettes, unsure)
+            else:
+                shown = [k for k in range(len(meshes)) if k != hidden]
+                bounds = visible_pixel_bounds(meshes, camera, shown, self.min_pixels)
+                if bounds is not None and all(bounds[k] >= self.min_pixels for k in shown):
+                    return VisibilityOutcome(True, None)
         pixels = _visible_pixels(instance_index_map(meshes, camera), len(meshes))
         under = [k for k, p in enumerate(pixels) if p < self.min_pixels]
         image, failing, counts = "complete", under, pixels
@@ -347,6 +358,28 @@ class VisibilityCheck:
                            else "too_small") for k in failing)
         return VisibilityOutcome(False, tuple(pixels), image, offending)
 
+    def _decide(self, meshes, camera, silhouettes, unsure: list[int]) -> VisibilityOutcome:
+        """Scope "both", objects ``unsure`` under the bound: ray-cast only them and the objects whose
+        silhouette's bounding box meets one of theirs. Every object covering a pixel of an unsure
+        object's mask is in that subset (kept in index order), so the subset's index map labels those
+        pixels exactly as the full one does: the unsure objects' pixel counts, hence the failing
+        objects and their reasons, are those of the full check; the others passed the bound."""
+        from clevr_poc.rendering.masks import instance_index_map, mesh_footprints
+
+        boxes = {k: _box(silhouette[1]) for k, silhouette in silhouettes.items()}
+        subset = sorted(set(unsure) | {j for j in boxes for k in unsure if _boxes_meet(boxes[j], boxes[k])})
+        footprints = mesh_footprints([meshes[j] for j in subset], camera)
+        counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints), len(subset))
+        offending = []
+        for position, k in enumerate(subset):
+            if k in unsure and counts[position] < self.min_pixels:
+                footprint = footprints[position]
+                area = 0 if footprint is None else int(footprint[1].sum())
+                offending.append((k, counts[position], "occluded" if area >= self.min_pixels else "too_small"))
+        if not offending:
+            return VisibilityOutcome(True, None)
+        return VisibilityOutcome(False, None, "complete", tuple(offending))
+
     def to_json(self) -> dict:
         return {"scope": self.scope, "min_pixels": self.min_pixels, "width": self.width, "height": self.height,
                 "max_relayouts": self.max_relayouts}
@@ -354,8 +387,6 @@ class VisibilityCheck:
 
 def _visible_pixels(index_map, count: int) -> list[int]:
     """Pixels per object index of an index map (:data:`clevr_poc.rendering.masks.BACKGROUND` ignored)."""
-    import numpy as np
-
     return [int(c) for c in np.bincount(index_map[index_map >= 0].ravel(), minlength=count)[:count]]
 
 
@@ -364,6 +395,8 @@ def _visible_pixels(index_map, count: int) -> list[int]:
 SILHOUETTE_DIRECTIONS = 32
 _ANGLES = [2.0 * math.pi * k / SILHOUETTE_DIRECTIONS for k in range(SILHOUETTE_DIRECTIONS)]
 _QUARTER, _HALF = SILHOUETTE_DIRECTIONS // 4, SILHOUETTE_DIRECTIONS // 2
+#: The unit vectors ``d_k`` of those directions, (K, 2).
+_DIRECTIONS = np.array([[math.cos(a), math.sin(a)] for a in _ANGLES])
 #: Safety margin of the bound, in pixels (far above the rounding of the ray-cast masks, 1e-9 px).
 _MARGIN = 1e-6
 
@@ -396,11 +429,17 @@ def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -
     Returns:
         a list over all mesh indices (entries of objects not shown are 0), or None.
     """
-    import numpy as np
+    silhouettes = _silhouettes(meshes, camera, shown)
+    if silhouettes is None:
+        return None
+    return _pixel_bounds(silhouettes, camera, len(meshes), shown, min_pixels)
 
+
+def _silhouettes(meshes, camera, shown) -> dict | None:
+    """Per object of ``shown``: (inner polygon (M, 2), support values (K,), smallest and largest vertex
+    depth); None when a vertex lies behind the camera."""
     from clevr_poc.rendering.geometry import project_points
 
-    directions = np.array([[math.cos(a), math.sin(a)] for a in _ANGLES])
     silhouettes = {}
     for k in shown:
         uvd = project_points(meshes[k].vertices, camera)
@@ -408,13 +447,27 @@ def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -
         if not np.all(depth > 0):
             return None
         uv = uvd[:, :2]
-        support = uv @ directions.T                     # (V, K)
+        support = uv @ _DIRECTIONS.T                    # (V, K)
         extreme = support.argmax(axis=0)                # hull vertices, counter-clockwise in (u, v)
         keep = extreme != np.roll(extreme, 1)
         inner = uv[extreme[keep]] if keep.any() else uv[extreme[:1]]
         silhouettes[k] = (inner, support.max(axis=0), float(depth.min()), float(depth.max()))
+    return silhouettes
+
+
+def _box(support) -> tuple[float, float, float, float]:
+    """(u_min, u_max, v_min, v_max) of a silhouette from its support values."""
+    return -support[_HALF], support[0], -support[3 * _QUARTER], support[_QUARTER]
+
+
+def _boxes_meet(a, b, margin: float = 1.0) -> bool:
+    return a[0] <= b[1] + margin and b[0] <= a[1] + margin and a[2] <= b[3] + margin and b[2] <= a[3] + margin
+
+
+def _pixel_bounds(silhouettes: dict, camera, count: int, shown, min_pixels: int | None = None) -> list[int]:
+    directions = _DIRECTIONS
     H, W = camera.height, camera.width
-    bounds = [0] * len(meshes)
+    bounds = [0] * count
     for k in shown:
         inner, _, _, far = silhouettes[k]
         if len(inner) < 3:
@@ -462,8 +515,6 @@ def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -
 def _inner_rows(polygon, v):
     """Open u-interval (lo, hi) per row ``v`` of the points more than :data:`_MARGIN` px inside the
     counter-clockwise convex ``polygon`` (M, 2); empty rows get lo >= hi."""
-    import numpy as np
-
     a = polygon
     b = np.roll(polygon, -1, axis=0)
     ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
@@ -484,8 +535,6 @@ def _inner_rows(polygon, v):
 def _outer_rows(directions, support, v):
     """Closed u-interval [lo, hi] per row ``v`` of ``{p : d_k . p <= support_k + margin}``; empty rows
     get lo > hi."""
-    import numpy as np
-
     c, s = directions[:, 0][None, :], directions[:, 1][None, :]
     rhs = support[None, :] + _MARGIN - v[:, None] * s          # c * u <= rhs
     vertical = np.abs(c) < 1e-12
@@ -495,3 +544,4 @@ def _outer_rows(directions, support, v):
     hi = np.where(~vertical & (c > 0), bound, np.inf).min(axis=1)
     empty = (vertical & (rhs < 0)).any(axis=1)
     return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
+

@@ -485,13 +485,28 @@ class _SceneProgram:
             o, r = atom.symbol.arguments
             self.literal[(o.number, "region", r.number)] = atom.literal
         self.control = control
+        self._table: np.ndarray | None = None
+
+    def _literal_table(self) -> np.ndarray:
+        """(N, 768, 5) int64: the literals of "object i has type t" per field, 0 where the grounder
+        removed the atom (it can never be true)."""
+        if self._table is None:
+            table = np.zeros((self.num_objects, NUM_TYPES, len(TYPE_FIELDS)), dtype=np.int64)
+            for k, f in enumerate(TYPE_FIELDS):
+                values = _DOMAIN_OF_FIELD[f]
+                for i in range(self.num_objects):
+                    per_value = np.array([self.literal.get((i, f, v), 0) for v in values], dtype=np.int64)
+                    table[i, :, k] = per_value[FIELD_VALUE[f]]
+            self._table = table
+        return self._table
 
     def assumptions(self, types) -> list[int]:
-        lits = []
-        for i, t in enumerate(types):
-            for f in TYPE_FIELDS:
-                lits.append(self.literal[(i, f, _DOMAIN_OF_FIELD[f][int(FIELD_VALUE[f][t])])])
-        return lits
+        """Literals of "object i has type ``types[i]``" (5 per object). Raises KeyError when one of
+        them was removed by the grounder."""
+        lits = self._literal_table()[np.arange(len(types)), np.asarray(types, dtype=np.int64)].ravel()
+        if not lits.all():
+            raise KeyError("an atom the grounder removed")
+        return lits.tolist()
 
     def is_scene(self, types) -> bool:
         """Whether the objects of these type ids form an answer set (one clingo solve)."""
