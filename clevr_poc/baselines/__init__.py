@@ -7,6 +7,6 @@
 """
 
 from clevr_poc.baselines.llm_standalone import LLMStandalone, build_messages, parse_reply, worked_examples
-from clevr_poc.baselines.ns_vqa import GOLD, NSVQA
+from clevr_poc.baselines.ns_vqa import GOLD, NSVQA, ParserFailed, ParserSource
 
-__all__ = ["GOLD", "LLMStandalone", "NSVQA", "build_messages", "parse_reply", "worked_examples"]
+__all__ = ["GOLD", "LLMStandalone", "NSVQA", "ParserFailed", "ParserSource", "build_messages", "parse_reply", "worked_examples"]

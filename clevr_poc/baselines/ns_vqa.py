@@ -12,8 +12,14 @@ the :class:`~clevr_poc.reasoning.Reasoner` (the solver used to label the data). 
 With both gold, the model reproduces the labelling pipeline and must score exactly 1.0 (a self-check of
 the data and the reasoner).
 
+:class:`ParserSource` adapts the project's parsers (:class:`~clevr_poc.parsing.BiLSTMParser`,
+:class:`~clevr_poc.parsing.llm_parser.LLMParser`) as query sources that parse a whole batch at once
+(:meth:`NSVQA.predict_batch`) and keep the LLM parser's failure reason.
+
 Failures give a None prediction (a *parse failure* for the evaluator), with the reason recorded in
-:attr:`Prediction.error`: the parser returned None/an empty string or raised a ClevrPocError, the
+:attr:`Prediction.error`: the parser returned None/an empty string or raised a ClevrPocError (other than
+an LLM backend error such as a refused connection, which propagates: a broken server must stop the
+run, not score zeros), the
 query is outside the query language (:class:`~clevr_poc.errors.UnsafeProgramError`), perception
 returned None or raised a ClevrPocError, the scene has more objects than the environment allows, or the
 solver timed out. An unsatisfiable program is *not* a failure: it predicts the empty set (scored wrong
@@ -22,7 +28,7 @@ against a non-empty gold answer).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError, UnsafeProgramError
 from clevr_poc.evaluation.report import Prediction
@@ -70,7 +76,25 @@ class NSVQA:
 
     def predict_detailed(self, example: Any) -> Prediction:
         """:meth:`predict` with the failure reason and the ASP query used (``raw``)."""
-        query = self.query_of(example)
+        return self._answer(example, self.query_of(example))
+
+    def predict_batch(self, examples: Sequence[Any]) -> list[Prediction]:
+        """:meth:`predict_detailed` of many examples; a query source with ``parse_many`` (a
+        :class:`ParserSource`) parses all their questions in one call (one batched BiLSTM decode)."""
+        many = getattr(self.query_source, "parse_many", None)
+        if self.query_source == GOLD or many is None:
+            return [self.predict_detailed(e) for e in examples]
+        try:
+            parsed = many([e.question.text for e in examples])
+        except ClevrPocError as exc:  # one bad question: parse them one by one to find it
+            _reraise_backend_error(exc)
+            return [self.predict_detailed(e) for e in examples]
+        if len(parsed) != len(examples):
+            raise FormatError(f"parse_many returned {len(parsed)} results for {len(examples)} questions",
+                              field="parse_many", value=len(parsed))
+        return [self._answer(e, _checked_query(q)) for e, q in zip(examples, parsed)]
+
+    def _answer(self, example: Any, query: str | Prediction) -> Prediction:
         if isinstance(query, Prediction):
             return query
         scene = self.scene_of(example)
@@ -94,11 +118,9 @@ class NSVQA:
         try:
             query = self.query_source(example.question.text)
         except ClevrPocError as exc:
+            _reraise_backend_error(exc)
             return Prediction(None, f"question parser failed: {_short(exc)}")
-        if query is None or not isinstance(query, str) or not query.strip():
-            return Prediction(None, "question parser produced no ASP query",
-                              query if isinstance(query, str) else None)
-        return query
+        return _checked_query(query)
 
     def scene_of(self, example: Any) -> Scene | Prediction:
         """The partial scene for ``example`` (a failed :class:`Prediction` when perception fails)."""
@@ -149,6 +171,86 @@ class PerceptionSource:
                               source=example.image_path, field="camera")
         environment = example.environment if self.constraint_aware else None
         return self.perception(example.image_path, camera, environment)
+
+
+class ParserFailed(ClevrPocError):
+    """A question parser produced no ASP query (e.g. every LLM reply failed the checks)."""
+
+
+class ParserSource:
+    """Query source for :class:`NSVQA` backed by a question parser.
+
+    Args:
+        parser: a :class:`~clevr_poc.parsing.BiLSTMParser` (``parse_batch(texts) -> list[str]``), a
+            :class:`~clevr_poc.parsing.llm_parser.LLMParser` (``parse_batch(texts) ->
+            list[ParseResult]``; a result without ``asp_query`` is a failure with the parser's reason),
+            or any object with ``parse_batch(texts)`` or ``parse(text)``, or a callable ``text -> str | None``.
+        name: the source's name in model names (default: ``"BiLSTM"``, ``"LLM <backend name>"`` or the
+            parser's class name).
+
+    Calling it parses one question (raises :class:`ParserFailed`); :meth:`parse_many` parses a batch
+    and returns, per question, the query text or a :class:`ParserFailed`.
+    """
+
+    def __init__(self, parser: Any, *, name: str | None = None) -> None:
+        if not any(callable(c) for c in (parser, getattr(parser, "parse", None), getattr(parser, "parse_batch", None))):
+            raise ValueError(f"parser must have parse_batch(texts) or parse(text), or be callable, got "
+                             f"{type(parser).__name__}")
+        self.parser = parser
+        kind = type(parser).__name__
+        backend = getattr(getattr(parser, "backend", None), "name", None)
+        default = {"BiLSTMParser": "BiLSTM", "LLMParser": f"LLM {backend or ''}".strip()}.get(kind, kind)
+        self.name = name or getattr(parser, "name", None) or default
+
+    def __repr__(self) -> str:
+        return f"ParserSource(name={self.name!r})"
+
+    def __call__(self, text: str) -> str:
+        result = self.parse_many([text])[0]
+        if isinstance(result, ParserFailed):
+            raise result
+        return result
+
+    def parse_many(self, texts: Sequence[str]) -> list[str | ParserFailed]:
+        """The query of each question, or a :class:`ParserFailed` naming why there is none.
+
+        Raises:
+            LLMBackendError: the LLM backend failed (not a parse failure).
+        """
+        batch = getattr(self.parser, "parse_batch", None)
+        if batch is not None:
+            results = list(batch(list(texts)))
+        else:
+            parse = getattr(self.parser, "parse", None) or self.parser
+            results = [parse(text) for text in texts]
+        out: list[str | ParserFailed] = []
+        for result in results:
+            if hasattr(result, "asp_query") and not isinstance(result, str):  # LLMParser's ParseResult
+                if result.asp_query is None:
+                    out.append(ParserFailed(f"no valid ASP query: {result.error or 'no reply'}"))
+                    continue
+                result = result.asp_query
+            out.append(result if isinstance(result, str) and result.strip()
+                       else ParserFailed("the parser returned no text"))
+        return out
+
+
+def _checked_query(query: Any) -> str | Prediction:
+    if isinstance(query, ClevrPocError):
+        return Prediction(None, f"question parser failed: {_short(query)}")
+    if query is None or not isinstance(query, str) or not query.strip():
+        return Prediction(None, "question parser produced no ASP query", query if isinstance(query, str) else None)
+    return query
+
+
+def _reraise_backend_error(exc: ClevrPocError) -> None:
+    """Re-raise an LLM backend failure (connection, HTTP): it is not the parser's answer."""
+    try:
+        from clevr_poc.llm.base import LLMBackendError, PromptTooLongError
+    except ImportError:  # pragma: no cover - the llm package is part of clevr_poc
+        return
+    if isinstance(exc, LLMBackendError) and not isinstance(exc, PromptTooLongError):
+        raise exc
 
 
 def _source_name(source: Any, kind: str) -> str:

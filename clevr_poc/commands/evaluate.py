@@ -6,6 +6,9 @@ Two modes::
     python -m clevr_poc evaluate --dataset DIR --split test --predictions FILE.json [--out RESULTS]
     # run a model: NS-VQA with the gold partial scene and the gold ASP query (a self-check: must be 1.0)
     python -m clevr_poc evaluate --dataset DIR --split test --model ns-vqa-gold [--out RESULTS]
+    # NS-VQA with a chosen scene source (gold | perception) and query source (gold | bilstm | llm)
+    python -m clevr_poc evaluate --dataset DIR --split test --model ns-vqa --scene gold --query bilstm
+    python -m clevr_poc evaluate --dataset DIR --split test --model ns-vqa --query llm --backend local --limit 100
     # the stand-alone LLM baseline through a chat backend (clevr_poc.llm.make_backend spec), resumable
     python -m clevr_poc evaluate --dataset DIR --split test --model llm-standalone \
         --backend openai:MODEL@http://127.0.0.1:8000/v1 --checkpoint llm.jsonl [--limit 200]
@@ -13,7 +16,10 @@ Two modes::
     python -m clevr_poc evaluate --dataset DIR --split test --model clip-nl --checkpoint runs/clip-nl
 
 The last line on stdout is one JSON object ``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
-line before it counts parse failures. ``--out DIR`` also writes ``report.json`` (per-example results and
+line before it counts parse failures; with ``--model`` the lines before those give the run time (seconds per
+question) and, for ``--model ns-vqa`` with a parser, the program accuracy (the parsed query equals the gold
+``asp_query`` up to variable names and literal order, :func:`clevr_poc.parsing.equivalence.programs_equal`).
+Both are also stored under ``extra`` in ``report.json``. ``--out DIR`` also writes ``report.json`` (per-example results and
 breakdowns), ``predictions.json`` (the scoring-only format), ``table2.md`` (the paper's Table 2 layout),
 ``breakdowns.md`` and ``plots/*.png``.
 
@@ -26,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -34,7 +42,11 @@ from clevr_poc.errors import ClevrPocError, FormatError
 
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
 #: must score 1.0) and the stand-alone LLM (§4.1.3, App. C.1; needs ``--backend``).
-MODELS: tuple[str, ...] = ("ns-vqa-gold", "llm-standalone")
+MODELS: tuple[str, ...] = ("ns-vqa-gold", "ns-vqa", "llm-standalone")
+#: ``--model ns-vqa`` sources (§4.1.2): the scene graph (gold partial scene, or perceived from the rendered
+#: image) and the ASP query (gold, the BiLSTM seq2seq parser, or the few-shot LLM parser of App. C.2).
+SCENE_SOURCES: tuple[str, ...] = ("gold", "perception")
+QUERY_SOURCES: tuple[str, ...] = ("gold", "bilstm", "llm")
 #: Trained CLIP baselines (§4.1.1; :mod:`clevr_poc.baselines.clip`): ``--checkpoint`` is the folder written
 #: by ``python -m clevr_poc.baselines.clip train`` (model name -> variant).
 CLIP_MODELS: dict[str, str] = {"clip-nl": "nl", "clip-asp": "asp", "clip-none": "none"}
@@ -42,6 +54,9 @@ CLIP_MODELS: dict[str, str] = {"clip-nl": "nl", "clip-asp": "asp", "clip-none": 
 _EPILOG = """examples:
   python -m clevr_poc evaluate --dataset data/ --split test --predictions preds.json
   python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa-gold --out results/
+  python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa --query bilstm --out results/
+  python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa --query llm --backend local \
+      --limit 100 --checkpoint llm-parser.jsonl
   python -m clevr_poc evaluate --dataset data/ --split test --model llm-standalone \
       --backend openai:gpt-4o --checkpoint gpt4o.jsonl --limit 200 --workers 4
 predictions file: {"CLEVR_test_000000.png": ["small", "medium"], "CLEVR_test_000001.png": null, ...}
@@ -65,12 +80,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="JSON object: image_filename -> list of predicted values, or null (parse failure)")
     source.add_argument("--model", choices=MODELS + tuple(CLIP_MODELS),
                         help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner; "
-                             "llm-standalone = the App. C.1 prompt through --backend; clip-nl/clip-asp/clip-none "
+                             "ns-vqa = NS-VQA with --scene and --query sources; llm-standalone = the App. C.1 prompt through --backend; clip-nl/clip-asp/clip-none "
                              "= a trained CLIP baseline (--checkpoint DIR)")
-    llm = parser.add_argument_group("llm-standalone")
+    nsvqa = parser.add_argument_group("ns-vqa")
+    nsvqa.add_argument("--scene", choices=SCENE_SOURCES, default="gold",
+                       help="scene graph: the gold partial scene (default; paper Table 2) or perceived from the "
+                            "rendered image (constraint-aware decoding, needs torch and rendered images)")
+    nsvqa.add_argument("--query", choices=QUERY_SOURCES, default="gold",
+                       help="ASP query: gold (default), bilstm (seq2seq parser, --parser-path) or llm (few-shot "
+                            "LLM parser, App. C.2, through --backend; default backend local = bundled SmolLM2)")
+    nsvqa.add_argument("--parser-path", metavar="DIR",
+                       help="BiLSTM checkpoint folder (default: the shipped models/parser_bilstm)")
+    nsvqa.add_argument("--perception-path", metavar="DIR",
+                       help="perception checkpoint folder (default: the shipped models/perception)")
+    llm = parser.add_argument_group("llm-standalone (and ns-vqa --query llm)")
     llm.add_argument("--backend", metavar="SPEC",
                      help="chat backend: local, gguf:PATH, openai, openai:MODEL or openai:MODEL@URL")
-    llm.add_argument("--max-tokens", type=int, default=256, metavar="N", help="reply length limit (default 256)")
+    llm.add_argument("--max-tokens", type=int, metavar="N",
+                     help="reply length limit (default 256; the LLM parser's default 320)")
     llm.add_argument("--workers", type=int, default=1, metavar="W", help="parallel requests (default 1)")
     clip = parser.add_argument_group("clip-nl / clip-asp / clip-none")
     clip.add_argument("--allow-missing-images", action="store_true",
@@ -136,14 +163,72 @@ def _model(args: argparse.Namespace) -> Any:
         from clevr_poc.baselines.ns_vqa import NSVQA
 
         return NSVQA(name=args.name or "NS-VQA (gold scene, gold ASP)")
+    if args.model == "ns-vqa":
+        return _ns_vqa(args)
     if not args.backend:
         raise FormatError("--model llm-standalone needs --backend SPEC (e.g. openai:MODEL@URL)", field="--backend")
-    if args.max_tokens < 1 or args.workers < 1:
+    max_tokens = 256 if args.max_tokens is None else args.max_tokens
+    if max_tokens < 1 or args.workers < 1:
         raise FormatError("--max-tokens and --workers must be positive", field="--max-tokens/--workers",
-                          value=(args.max_tokens, args.workers))
+                          value=(max_tokens, args.workers))
     from clevr_poc.baselines.llm_standalone import LLMStandalone
 
-    return LLMStandalone(args.backend, max_tokens=args.max_tokens, workers=args.workers, name=args.name)
+    return LLMStandalone(args.backend, max_tokens=max_tokens, workers=args.workers, name=args.name)
+
+
+def _ns_vqa(args: argparse.Namespace) -> Any:
+    """NS-VQA with the ``--scene`` / ``--query`` sources (checkpoints checked before anything runs)."""
+    from clevr_poc.baselines.ns_vqa import GOLD, NSVQA, ParserSource, PerceptionSource
+    from clevr_poc.pipeline import check_checkpoints
+
+    if args.query != "llm" and args.backend:
+        raise FormatError("--backend is used with --query llm (or --model llm-standalone) only", field="--backend",
+                          value=args.backend)
+    if args.query != "bilstm" and args.parser_path:
+        raise FormatError("--parser-path is used with --query bilstm only", field="--parser-path",
+                          value=args.parser_path)
+    if args.scene != "perception" and args.perception_path:
+        raise FormatError("--perception-path is used with --scene perception only", field="--perception-path",
+                          value=args.perception_path)
+    folders = check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
+                                parser="bilstm" if args.query == "bilstm" else "given",
+                                perception_path=args.perception_path, parser_path=args.parser_path)
+    scene: Any = GOLD
+    if args.scene == "perception":
+        scene = PerceptionSource(folders["perception"])
+    query: Any = GOLD
+    if args.query == "bilstm":
+        from clevr_poc.parsing.seq2seq import BiLSTMParser
+
+        query = ParserSource(BiLSTMParser.from_pretrained(folders["parser_bilstm"]))
+    elif args.query == "llm":
+        from clevr_poc.parsing.llm_parser import LLMParser
+
+        from clevr_poc.parsing.llm_parser import DEFAULT_MAX_TOKENS
+
+        max_tokens = DEFAULT_MAX_TOKENS if args.max_tokens is None else args.max_tokens
+        if max_tokens < 1:
+            raise FormatError("must be positive", field="--max-tokens", value=max_tokens)
+        query = ParserSource(LLMParser(args.backend or "local", max_tokens=max_tokens))
+    names = {"gold": "gold scene", "perception": "perception"}
+    name = args.name or (f"NS-VQA ({names[args.scene]}, "
+                         f"{'gold ASP' if query == GOLD else query.name + ' parser'})")
+    return NSVQA(scene, query, name=name)
+
+
+def _program_accuracy(report: Any, examples: list[Any]) -> dict[str, Any]:
+    """Program accuracy of an NS-VQA run with a parser: ``raw`` (the query that ran) vs the gold query."""
+    from clevr_poc.parsing.equivalence import programs_equal
+
+    gold = {_key(e, i): e.question.asp_query for i, e in enumerate(examples)}
+    correct = sum(1 for r in report.results if r.raw is not None and programs_equal(r.raw, gold.get(r.key, "")))
+    return {"correct": correct, "n": report.n, "accuracy": correct / report.n if report.n else 0.0}
+
+
+def _key(example: Any, position: int) -> str:
+    from clevr_poc.evaluation.report import example_key
+
+    return example_key(example, position)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,9 +248,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         model = _model(args)
         clip = args.model in CLIP_MODELS  # --checkpoint is the model folder, not a predictions file
+        started = time.perf_counter()
         report = evaluate(model, examples, progress=args.progress, split=args.split,
                           parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
                           batch_size=256 if clip else max(1, 4 * args.workers))
+        seconds = time.perf_counter() - started
+        extra = {**report.extra, "seconds": round(seconds, 3),
+                 "seconds_per_question": round(seconds / report.n, 4) if report.n else None}
+        if args.checkpoint and not clip:
+            extra["seconds_note"] = "includes only the predictions not already in --checkpoint"
+        if args.model == "ns-vqa" and args.query != "gold":
+            extra["program_accuracy"] = _program_accuracy(report, examples)
+            accuracy = extra["program_accuracy"]
+            print(f"program accuracy: {accuracy['correct']} of {accuracy['n']} ({accuracy['accuracy']:.4f})")
+        print(f"time: {seconds:.1f} s, {extra['seconds_per_question']} s per question")
+        report = replace(report, extra=extra)
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}")

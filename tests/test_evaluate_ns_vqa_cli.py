@@ -1,0 +1,190 @@
+"""``evaluate --model ns-vqa --scene/--query``: gold, BiLSTM and LLM query sources end to end (real clingo,
+the shipped BiLSTM checkpoint, an LLM parser through a local chat-completions server)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from clevr_poc.baselines import NSVQA, ParserFailed, ParserSource
+from clevr_poc.environments import Environment
+from clevr_poc.errors import ClevrPocError
+from clevr_poc.evaluation import evaluate
+from clevr_poc.parsing.llm_parser import load_fewshot_examples
+from clevr_poc.question import Question
+from clevr_poc.reasoning import Reasoner
+from clevr_poc.scene import Scene
+
+from conftest import appendix_a_complete_scene, appendix_a_environment
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_PARSER = ROOT / "models" / "parser_bilstm"
+#: The first few-shot question of the LLM parser's prompt and its gold query.
+FIRST_QUERY = "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,size,medium)."
+
+
+def write_dataset(root: Path, count: int = 6) -> list[Question]:
+    """``count`` real generator questions (the LLM parser's few-shot pairs: English + gold ASP) about the
+    Appendix-A partial scene, in the official layout; gold answers from the Reasoner."""
+    environment: Environment = appendix_a_environment()
+    partial = appendix_a_complete_scene().without_object(4)
+    (root / "environment_constraints").mkdir(parents=True)
+    environment.to_lp(root / "environment_constraints" / "0.lp")
+    reasoner, questions = Reasoner(), []
+    out = root / "output"
+    for index, shot in enumerate(load_fewshot_examples()[:count]):
+        name = f"CLEVR_{index:06d}"
+        question = Question(text=shot.question, asp_query=shot.asp,
+                            answer=reasoner.answer(environment, partial, shot.asp).values,
+                            image_filename=f"{name}.png", image_index=index, split="testing",
+                            template_filename=(shot.template or "zero_hop.json#0").split("#")[0],
+                            question_family_index=0, question_index=index, environment_id=0)
+        question.to_file(out / "incomplete" / "questions" / "testing" / f"{name}.json")
+        Scene(partial.objects, partial.relationships, "testing", index, f"{name}.png").to_file(
+            out / "incomplete" / "scenes" / "testing" / f"{name}.json")
+        questions.append(question)
+    return questions
+
+
+@pytest.fixture
+def dataset(tmp_path) -> tuple[Path, list[Question]]:
+    root = tmp_path / "data"
+    return root, write_dataset(root)
+
+
+def _run_cli(argv, capsys):
+    from clevr_poc.cli import main
+
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out.strip().splitlines(), captured.err.strip().splitlines()
+
+
+def test_ns_vqa_gold_sources_score_one_and_record_time(dataset, tmp_path, capsys):
+    root, questions = dataset
+    assert [q.text for q in questions][0] == "What color is the medium thing?"
+    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa",
+                                 "--out", str(tmp_path / "r"), "--no-plots"], capsys)
+    assert status == 0, err
+    assert json.loads(out[-1]) == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 6}
+    assert out[-2] == "parse failures: 0 of 6 (scored as wrong)"
+    assert out[0].startswith("time: ") and "s per question" in out[0]
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["model"] == "NS-VQA (gold scene, gold ASP)"
+    assert report["extra"]["seconds"] > 0 and "program_accuracy" not in report["extra"]
+
+
+def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
+    pytest.importorskip("openai")
+    from clevr_poc.llm.testing import ChatCompletionsServer
+
+    root, questions = dataset
+    # every question gets the first question's query: right program (and answer) for question 0 only
+    with ChatCompletionsServer(lambda messages: f"### {FIRST_QUERY} ###") as server:
+        argv = ["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa", "--query", "llm",
+                "--backend", f"openai:test@{server.base_url}", "--out", str(tmp_path / "r"), "--no-plots"]
+        status, out, err = _run_cli(argv, capsys)
+        assert status == 0, err
+        assert len(server.requests) == 6  # one request per question: every reply is a valid query
+    assert out[0] == "program accuracy: 1 of 6 (0.1667)"
+    assert out[-2] == "parse failures: 0 of 6 (scored as wrong)"
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["model"] == f"NS-VQA (gold scene, LLM openai:test@{server.base_url} parser)"
+    assert report["extra"]["program_accuracy"] == {"correct": 1, "n": 6, "accuracy": pytest.approx(1 / 6)}
+    assert report["examples"][0]["exact"] == 1.0 and report["examples"][0]["raw"] == FIRST_QUERY
+
+    # replies without a rule: each question asked twice (one repair round), then a counted parse failure
+    with ChatCompletionsServer(lambda messages: "I think it is red.") as server:
+        argv[argv.index("--backend") + 1] = f"openai:test@{server.base_url}"
+        status, out, err = _run_cli(argv + ["--limit", "2"], capsys)
+        assert status == 0, err
+        assert len(server.requests) == 4
+    assert out[-2] == "parse failures: 2 of 2 (scored as wrong)"
+    assert out[0] == "program accuracy: 0 of 2 (0.0000)"
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["examples"][0]["error"].startswith("question parser failed: no valid ASP query")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None or not (SHIPPED_PARSER / "weights.pt").is_file(),
+                    reason="needs torch and the shipped models/parser_bilstm")
+def test_ns_vqa_bilstm_parser_parses_generator_questions(dataset, tmp_path, capsys):
+    root, questions = dataset
+    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa",
+                                 "--query", "bilstm", "--out", str(tmp_path / "r"), "--no-plots"], capsys)
+    assert status == 0, err
+    # the program accuracy line counts the parser's own outputs that equal the gold programs
+    from clevr_poc.parsing.equivalence import programs_equal
+    from clevr_poc.parsing.seq2seq import BiLSTMParser
+
+    parsed = BiLSTMParser.from_pretrained(SHIPPED_PARSER).parse_batch([q.text for q in questions])
+    correct = [programs_equal(p, q.asp_query) for p, q in zip(parsed, questions)]
+    assert out[0] == f"program accuracy: {sum(correct)} of 6 ({sum(correct) / 6:.4f})"
+    # the one-hop questions (1 relation) are parsed right (literal order may differ from the gold text)
+    assert correct[3:] == [True, True, True]
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["model"] == "NS-VQA (gold scene, BiLSTM parser)"
+    assert [e["raw"] for e in report["examples"]] == parsed
+    assert [e["exact"] for e in report["examples"]][3:] == [1.0, 1.0, 1.0]
+
+
+def test_ns_vqa_option_errors_are_one_line(dataset, tmp_path, capsys):
+    root, _ = dataset
+    base = ["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa"]
+    status, out, err = _run_cli(base + ["--backend", "local"], capsys)
+    assert status == 1 and not out and len(err) == 1 and "--backend is used with --query llm" in err[0]
+    status, out, err = _run_cli(base + ["--query", "bilstm", "--parser-path", str(tmp_path / "none")], capsys)
+    assert status == 1 and len(err) == 1 and "parser_bilstm checkpoint folder not found" in err[0]
+    assert str(tmp_path / "none") in err[0]
+    status, out, err = _run_cli(base + ["--parser-path", str(tmp_path)], capsys)
+    assert status == 1 and len(err) == 1 and "--parser-path is used with --query bilstm only" in err[0]
+
+
+class CountingParser:
+    """Answers from a table; counts parse_batch calls (BiLSTMParser's interface)."""
+
+    def __init__(self, table):
+        self.table, self.batches = table, []
+
+    def parse_batch(self, texts):
+        self.batches.append(list(texts))
+        return [self.table[t] for t in texts]
+
+
+def test_parser_source_parses_a_batch_once_and_keeps_failures():
+    from test_baselines_ns_vqa import appendix_a_example
+
+    example = appendix_a_example()
+    table = {example.question.text: example.question.asp_query}
+    parser = CountingParser(table)
+    model = NSVQA(query=ParserSource(parser, name="table"))
+    assert model.name == "NS-VQA (gold scene, table)"
+    report = evaluate(model, [example, example, example], progress=False, batch_size=3)
+    assert parser.batches == [[example.question.text] * 3]  # one batched parse for three questions
+    assert (report.exact_accuracy, report.parse_failures) == (1.0, 0)
+
+    empty = ParserSource(CountingParser({example.question.text: ""}))
+    (failure,) = empty.parse_many([example.question.text])
+    assert isinstance(failure, ParserFailed) and str(failure) == "the parser returned no text"
+    prediction = NSVQA(query=empty).predict_batch([example])[0]
+    assert prediction.values is None and prediction.error == "question parser failed: the parser returned no text"
+
+
+def test_llm_backend_errors_stop_the_run_instead_of_scoring_zeros():
+    from clevr_poc.llm.base import LLMBackendError
+    from clevr_poc.parsing.llm_parser import LLMParser
+    from test_baselines_ns_vqa import appendix_a_example
+
+    class DownBackend:
+        name = "down"
+
+        def complete(self, messages, **kwargs):
+            raise LLMBackendError("connection refused", backend="down")
+
+    model = NSVQA(query=ParserSource(LLMParser(DownBackend())))
+    with pytest.raises(LLMBackendError, match="connection refused"):
+        evaluate(model, [appendix_a_example()], progress=False)
+    with pytest.raises(ClevrPocError, match="connection refused"):
+        model.predict_detailed(appendix_a_example())
