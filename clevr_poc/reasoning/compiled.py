@@ -1,8 +1,9 @@
 """Compiled answering: ground an environment once, answer each question with assumptions only.
 
 Grounding dominates the cost of one small CLEVR-POC question (~5 ms of ~8 ms; see
-``docs/benchmarks.md``). :class:`EnvironmentSolver` grounds ``background.lp + answering.lp +
-compiled_inputs.lp + object(0..N-1) + constraints`` once per environment; a question is then a list of
+``docs/benchmarks.md``). :class:`EnvironmentSolver` grounds ``background.lp + compiled_inputs.lp +
+object(0..N-1) + constraints`` once per environment (``compiled_inputs.lp`` restates the rules of
+``answering.lp`` in an equivalent form that grounds 3x smaller); a question is then a list of
 assumptions over ``#external`` atoms (scene facts and the compiled query, see ``asp/compiled_inputs.lp``
 for why this is the same program), and one brave-consequence solve.
 
@@ -126,26 +127,35 @@ def _python_value(symbol: clingo.Symbol):
 
 class EnvironmentSolver:
     """One environment, grounded once; answers questions by assumptions (not thread-safe by itself:
-    calls are serialised with a lock)."""
+    calls are serialised with a lock).
 
-    EXTERNALS = (("scene_property", 3), ("scene_at", 2), ("scene_relation", 3), ("slot", 1),
-                 ("q_object", 2), ("q_property", 3), ("q_at", 2), ("q_relation", 3), ("q_same", 3),
-                 ("q_distinct", 2), ("q_target", 2))
+    Assumptions of one question (``asp/compiled_inputs.lp`` says why each is exact):
+
+    - the scene's ``hasProperty(i,P,V)``, ``at(i,R)`` and ``rel(i,j)`` with ``i < j``: the atoms
+      themselves, assumed true (free choices of the program; unstated ones are left free);
+    - every ``#external`` (``scene_relation(rel,i,j)`` with ``i > j``, ``slot/1``, ``q_*``): assumed
+      true when the scene or the compiled query states it, false otherwise.
+    """
+
+    EXTERNALS = (("scene_relation", 3), ("slot", 1), ("q_object", 2), ("q_property", 3), ("q_at", 2),
+                 ("q_relation", 3), ("q_same", 3), ("q_distinct", 2), ("q_target", 2))
 
     def __init__(self, num_objects: int, constraints_asp: str, logger=None) -> None:
         self.num_objects = num_objects
         self.lock = threading.Lock()
         control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=logger)
         control.add("base", [], "\n".join((
-            read_asp("background.lp"), read_asp("answering.lp"), read_asp("compiled_inputs.lp"),
+            read_asp("background.lp"), read_asp("compiled_inputs.lp"),
             f"object(0..{num_objects - 1}). slot_id(0..{MAX_SLOTS - 1}).",
             constraints_asp,
         )))
         control.ground([("base", [])])
+        atoms = control.symbolic_atoms
+        #: external -> position in :attr:`base` (its false literal there)
         self.index: dict[tuple, int] = {}
         base: list[int] = []
         for name, arity in self.EXTERNALS:
-            for atom in control.symbolic_atoms.by_signature(name, arity):
+            for atom in atoms.by_signature(name, arity):
                 if not atom.is_external:
                     continue
                 key = (name, *(_python_value(a) for a in atom.symbol.arguments))
@@ -153,31 +163,69 @@ class EnvironmentSolver:
                 base.append(-atom.literal)
                 control.assign_external(atom.literal, None)  # free: its value comes from assumptions
         self.base = base
+        n = num_objects
+        #: properties[i][attribute][value] -> literal of hasProperty(i, attribute, value)
+        self.properties: list[dict[str, dict[str, int]]] = [{a: {} for a in domain.ATTRIBUTES} for _ in range(n)]
+        for atom in atoms.by_signature("hasProperty", 3):
+            o, p, v = atom.symbol.arguments
+            if o.type == clingo.SymbolType.Number and 0 <= o.number < n and p.name in domain.ATTRIBUTES:
+                self.properties[o.number][p.name][v.name] = atom.literal
+        #: regions[i][r] -> literal of at(i, r)
+        self.regions: list[dict[int, int]] = [{} for _ in range(n)]
+        for atom in atoms.by_signature("at", 2):
+            o, r = atom.symbol.arguments
+            if o.type == clingo.SymbolType.Number and 0 <= o.number < n and r.type == clingo.SymbolType.Number:
+                self.regions[o.number][r.number] = atom.literal
+        #: relations[rel][i][j]: literal of rel(i, j) to assume (i < j), or -1 - position in base of
+        #: the external scene_relation(rel, i, j) (i > j); 0 on the diagonal (no such fact)
+        self.relations: dict[str, list[list[int]]] = {}
+        for rel in domain.RELATIONS:
+            table = [[0] * n for _ in range(n)]
+            for atom in atoms.by_signature(rel, 2):
+                i, j = atom.symbol.arguments
+                if i.type == j.type == clingo.SymbolType.Number and 0 <= i.number < j.number < n:
+                    table[i.number][j.number] = atom.literal
+            for i in range(n):
+                for j in range(i):
+                    table[i][j] = -1 - self.index[("scene_relation", rel, i, j)]
+            self.relations[rel] = table
         self.control = control
 
     def assumptions(self, scene: Scene, query: CompiledQuery) -> list[int] | None:
-        """Assumption literals for one question; None if a fact has no external (cannot happen for
-        scenes that fit the environment)."""
+        """Assumption literals for one question; None if a fact has no atom in the program (a value
+        outside the domains, an object id outside 0..N-1, a relation of an object with itself: the
+        Reasoner then solves the question with the direct encoding, which reports it)."""
         lits = list(self.base)
         index = self.index
         try:
+            properties, regions = self.properties, self.regions
             for i, obj in enumerate(scene.objects):
-                for attribute in domain.ATTRIBUTES:
-                    pos = index[("scene_property", i, attribute, getattr(obj, attribute))]
-                    lits[pos] = -lits[pos]
-                pos = index[("scene_at", i, obj.region)]
-                lits[pos] = -lits[pos]
+                props = properties[i]
+                lits.append(props["color"][obj.color])
+                lits.append(props["shape"][obj.shape])
+                lits.append(props["size"][obj.size])
+                lits.append(props["material"][obj.material])
+                lits.append(regions[i][obj.region])
+            relations = self.relations
             for rel, rows in scene.relationships.items():
+                table = relations[rel]
                 for i, row in enumerate(rows):
+                    cells = table[i]
                     for j in row:
-                        pos = index[("scene_relation", rel, i, j)]
-                        if lits[pos] < 0:
-                            lits[pos] = -lits[pos]
+                        if j < 0:
+                            return None
+                        lit = cells[j]
+                        if lit > 0:
+                            lits.append(lit)
+                        elif lit < 0:
+                            pos = -1 - lit
+                            lits[pos] = abs(lits[pos])
+                        else:
+                            return None
             for fact in query.facts:
                 pos = index[fact]
-                if lits[pos] < 0:
-                    lits[pos] = -lits[pos]
-        except KeyError:
+                lits[pos] = abs(lits[pos])
+        except (KeyError, IndexError, TypeError):
             return None
         return lits
 
