@@ -260,3 +260,22 @@ def test_training_resumes_exactly_after_an_interruption(tmp_path, capsys):
     assert "model written to" in capsys.readouterr().out
     model = Perception.from_pretrained(tmp_path / "resumed")
     assert model.metadata["train_config"]["seed"] == 3 and model.metadata["images"] == 2
+
+
+@vision
+def test_training_data_pools_datasets_and_splits(tmp_path):
+    import shutil
+
+    from clevr_poc.perception.models import ModelConfig
+    from clevr_poc.perception.training import TrainingData
+
+    copy = tmp_path / "copy"
+    shutil.copytree(FIXTURE, copy)
+    one = TrainingData.load(FIXTURE, "test", ModelConfig(), kinds=("incomplete",))
+    pooled = TrainingData.load([FIXTURE, copy], ["train", "test"], ModelConfig(), kinds=("incomplete",))
+    assert len(one.records) == 2 and len(pooled.records) == 4   # no train split: skipped, not an error
+    assert pooled.images.shape == (4, *one.images.shape[1:])
+    with pytest.raises(FormatError, match="dataset folder not found"):
+        TrainingData.load([FIXTURE, tmp_path / "missing"], "test", ModelConfig(), kinds=("incomplete",))
+    with pytest.raises(FormatError, match="no scenes for split 'train'"):
+        TrainingData.load(FIXTURE, "train", ModelConfig(), kinds=("incomplete",))

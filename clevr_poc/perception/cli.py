@@ -52,9 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train (or resume training) the detector and the attribute network",
                        description="Train on the rendered images of a split; resumes from checkpoints in --out.")
-    t.add_argument("--dataset", required=True, metavar="DIR", help="rendered dataset folder")
+    t.add_argument("--dataset", required=True, metavar="DIR", action="append",
+                   help="rendered dataset folder (repeat to pool several)")
     t.add_argument("--out", required=True, metavar="DIR", help="output folder (checkpoints, perception.pt)")
-    t.add_argument("--split", default="train", help="split to train on (default: %(default)s)")
+    t.add_argument("--split", default="train",
+                   help="split(s) to train on, comma-separated (default: %(default)s)")
     t.add_argument("--part", choices=("all", "detector", "attributes"), default="all",
                    help="train both parts in turn (default) or one (two processes can train one each)")
     t.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
@@ -104,7 +106,9 @@ def _run_train(args: argparse.Namespace) -> int:
     }.items() if v is not None}
     config = TrainConfig(**overrides)
     parts = PARTS if args.part == "all" else (args.part,)
-    path = train(args.dataset, args.out, split=args.split, train_config=config, parts=parts,
+    datasets = args.dataset[0] if len(args.dataset) == 1 else args.dataset
+    splits = [name.strip() for name in args.split.split(",") if name.strip()]
+    path = train(datasets, args.out, split=splits[0] if len(splits) == 1 else splits, train_config=config, parts=parts,
                  progress=not args.no_progress, limit=args.limit, stop_after=args.stop_after, log=lambda m: print(m, file=sys.stderr))
     if path is None:
         print(f"{args.part}: stopped; the model is exported when both parts have finished "

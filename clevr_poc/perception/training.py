@@ -97,18 +97,35 @@ class TrainingData:
     contexts: torch.Tensor
 
     @classmethod
-    def load(cls, dataset: str | os.PathLike[str], split: str, config: ModelConfig,
-             kinds: Sequence[str] = ("incomplete", "complete"), limit: int | None = None) -> "TrainingData":
-        """Read every rendered image of ``split``.
+    def load(cls, dataset: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], split: str | Sequence[str],
+             config: ModelConfig, kinds: Sequence[str] = ("incomplete", "complete"),
+             limit: int | None = None) -> "TrainingData":
+        """Read every rendered image of ``split`` (one split name or several) of ``dataset`` (one dataset
+        folder or several; images of every (dataset, split) pair are pooled, pairs without rendered
+        images are skipped; ``limit`` applies per dataset, split and kind).
 
         Raises:
-            FormatError: no rendered image, or an image whose size differs from ``config``'s.
+            FormatError: no rendered image at all, or an image whose size differs from ``config``'s.
         """
-        records = [r for r in load_rendered(dataset, split, kinds=kinds, limit=limit) if r.objects]
+        datasets = [dataset] if isinstance(dataset, (str, os.PathLike)) else list(dataset)
+        splits = [split] if isinstance(split, str) else list(split)
+        for folder in datasets:
+            if not Path(folder).is_dir():
+                raise FormatError("dataset folder not found", source=folder)
+        records = []
+        for folder in datasets:
+            for name in splits:
+                try:
+                    found = load_rendered(folder, name, kinds=kinds, limit=limit)
+                except FormatError as error:
+                    if len(datasets) * len(splits) == 1 or error.field != "split":
+                        raise
+                    continue  # a split this dataset does not have
+                records.extend(r for r in found if r.objects)
         if not records:
-            raise FormatError(f"no rendered image with visible objects in split {split!r} "
-                              "(render it first: python -m clevr_poc render)", source=dataset, field="split",
-                              value=split)
+            raise FormatError(f"no rendered image with visible objects in split(s) {splits} "
+                              "(render it first: python -m clevr_poc render)",
+                              source=", ".join(str(d) for d in datasets), field="split", value=split)
         arrays = []
         for r in records:
             array = load_image(r.image_path)
@@ -421,12 +438,14 @@ def export_model(out: Path, model_config: ModelConfig, train: TrainConfig, *, da
     return path
 
 
-def train(dataset: str | os.PathLike[str], out: str | os.PathLike[str], *, split: str = "train",
+def train(dataset: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
+          split: str | Sequence[str] = "train",
           train_config: TrainConfig = TrainConfig(), model_config: ModelConfig = ModelConfig(),
           parts: Sequence[str] = PARTS, progress: bool = True, limit: int | None = None,
           stop_after: int | None = None, log: Callable[[str], None] = print) -> Path | None:
     """Train the parts named in ``parts`` (resuming from ``out``), then export ``out/perception.pt`` when
-    both parts are finished; returns its path, or None while a part is unfinished.
+    both parts are finished; returns its path, or None while a part is unfinished. ``dataset`` and
+    ``split`` may name several folders / splits, pooled (:meth:`TrainingData.load`).
 
     Raises:
         FormatError: no rendered images, or checkpoints written with other settings.
@@ -438,6 +457,8 @@ def train(dataset: str | os.PathLike[str], out: str | os.PathLike[str], *, split
         raise FormatError(f"unknown part; expected some of {list(PARTS)}", field="part", value=unknown)
     data = TrainingData.load(dataset, split, model_config, kinds=train_config.kinds, limit=limit)
     log(f"{len(data.records)} images, {data.num_objects} visible objects ({split}, {list(train_config.kinds)})")
+    dataset = dataset if isinstance(dataset, (str, os.PathLike)) else ",".join(str(d) for d in dataset)
+    split = split if isinstance(split, str) else ",".join(split)
     states: dict[str, dict[str, Any] | None] = {}
     if "detector" in parts:
         states["detector"] = train_detector(data, out, train_config, model_config, progress=progress, log=log,
