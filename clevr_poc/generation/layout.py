@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Mapping
 
 import numpy as np
@@ -318,11 +319,11 @@ class VisibilityCheck:
                 object index.
         """
         from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-        from clevr_poc.rendering.render import scene_camera, scene_meshes
+        from clevr_poc.rendering.render import scene_meshes
 
         if not 0 <= hidden < len(complete.objects):
             raise FormatError("hidden must be an object index", field="hidden", value=hidden)
-        camera = scene_camera(camera_seed, width=self.width, height=self.height)
+        camera = _camera(camera_seed, self.width, self.height)
         meshes = scene_meshes(complete)
         if not exact_pixels:
             if self.scope == "both":
@@ -383,6 +384,15 @@ class VisibilityCheck:
     def to_json(self) -> dict:
         return {"scope": self.scope, "min_pixels": self.min_pixels, "width": self.width, "height": self.height,
                 "max_relayouts": self.max_relayouts}
+
+
+@lru_cache(maxsize=64)
+def _camera(seed: int, width: int, height: int):
+    """:func:`clevr_poc.rendering.scene_camera` (a frozen Camera), cached: the re-placements of one example
+    are all checked from its one camera."""
+    from clevr_poc.rendering.render import scene_camera
+
+    return scene_camera(seed, width=width, height=height)
 
 
 def _visible_pixels(index_map, count: int) -> list[int]:

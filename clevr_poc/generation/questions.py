@@ -509,7 +509,7 @@ def _candidates_by_scene_check(environment: Environment, partial: Scene) -> froz
     objects, region capacity, counting templates). About a hundred times faster than enumerating the
     candidates with clingo; ``tests/test_questions.py`` checks both agree. None when it does not apply
     (object count differs from N-1)."""
-    from clevr_poc.generation.scenes import SceneCheck, allowed_types, type_id, type_object
+    from clevr_poc.generation.scenes import TYPE_TUPLES, SceneCheck, allowed_types, type_id
 
     if len(partial) != environment.num_objects - 1:
         return None
@@ -524,11 +524,7 @@ def _candidates_by_scene_check(environment: Environment, partial: Scene) -> froz
         return frozenset()
     others = np.array([[type_id(o) for o in partial.objects]], dtype=np.int64).reshape(1, len(partial))
     ok = check.object_replacements(others, allowed)[0]
-    result = []
-    for tid in allowed[ok]:
-        o = type_object(int(tid))
-        result.append((o.color, o.shape, o.size, o.material, o.region))
-    return frozenset(result)
+    return frozenset(TYPE_TUPLES[tid] for tid in allowed[ok].tolist())
 
 
 def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: float = 10.0,

@@ -101,9 +101,14 @@ def type_object(tid: int) -> SceneObject:
     return SceneObject(values["color"], values["shape"], values["size"], values["material"], int(values["region"]))
 
 
+#: ``TYPE_TUPLES[t]``: (color, shape, size, material, region) of type id t (0..767).
+TYPE_TUPLES: tuple[tuple[str, str, str, str, int], ...] = tuple(
+    (o.color, o.shape, o.size, o.material, o.region) for o in map(type_object, range(NUM_TYPES)))
+
+
 def scene_from_types(types) -> Scene:
     """A scene without layout whose object i has type ``types[i]``."""
-    return Scene(tuple(type_object(int(t)) for t in types))
+    return Scene(tuple(SceneObject(*TYPE_TUPLES[t]) for t in np.asarray(types).tolist()))
 
 
 # ---------------------------------------------------------------------- counting constraints
@@ -182,6 +187,11 @@ class SceneCheck:
         self._key2 = np.array([c.key2 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
         self._pair_n = np.array([c.n for c in self.pairs], dtype=np.int64)
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
+        # one-hot keys, (Cp, 768, 9) float64 (column 8: key -1): per-value counts times one-hot keys
+        # give the pair counts a candidate adds by one (exact) matrix product
+        self._onehot1 = (self._key1[..., None] % (_MAX_VALUES + 1) == np.arange(_MAX_VALUES + 1)).astype(np.float64)
+        self._onehot2 = (self._key2[..., None] % (_MAX_VALUES + 1) == np.arange(_MAX_VALUES + 1)).astype(np.float64)
+        self._candidate_cache: tuple | None = None
 
     def feasible(self, X: np.ndarray) -> np.ndarray:
         """Rows of ``X`` (shape (B, N), type ids) that are complete scenes (bool, shape (B,)).
@@ -248,9 +258,14 @@ class SceneCheck:
             ok &= (count == self._flag_n[:, None, None]).all(axis=0)
         if len(self.pairs):
             base, count1, count2 = self._pair_base(others)
-            k1, k2 = self._key1[:, candidates][:, None, :], self._key2[:, candidates][:, None, :]
-            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(P)[None, :, None]
-            count = base[:, :, None] + count2[c, p, k1] + count1[c, p, k2]
+            cached = self._candidate_cache
+            if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
+                cached = self._candidate_cache = (candidates, self._onehot1[:, candidates].transpose(0, 2, 1).copy(),
+                                                  self._onehot2[:, candidates].transpose(0, 2, 1).copy())
+            _, onehot1, onehot2 = cached  # (Cp, 9, M)
+            # count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] as products with one-hot keys (exact)
+            added = count2.astype(np.float64) @ onehot1 + count1.astype(np.float64) @ onehot2
+            count = base[:, :, None] + added.astype(np.int64)
             ok &= self._pairs_ok(count)
         return ok
 
