@@ -140,13 +140,17 @@ class EnvironmentSolver:
     EXTERNALS = (("scene_relation", 3), ("slot", 1), ("q_object", 2), ("q_property", 3), ("q_at", 2),
                  ("q_relation", 3), ("q_same", 3), ("q_distinct", 2), ("q_target", 2))
 
-    def __init__(self, num_objects: int, constraints_asp: str, logger=None) -> None:
+    def __init__(self, num_objects: int, constraints_asp: str, logger=None, slots: int = MAX_SLOTS) -> None:
+        if not 1 <= slots <= MAX_SLOTS:
+            raise ValueError(f"slots must be in 1..{MAX_SLOTS}, got {slots}")
         self.num_objects = num_objects
+        #: query variables this program has room for (a question with more cannot use it)
+        self.slots = slots
         self.lock = threading.Lock()
         control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=logger)
         control.add("base", [], "\n".join((
             read_asp("background.lp"), read_asp("compiled_inputs.lp"),
-            f"object(0..{num_objects - 1}). slot_id(0..{MAX_SLOTS - 1}).",
+            f"object(0..{num_objects - 1}). slot_id(0..{slots - 1}).",
             constraints_asp,
         )))
         control.ground([("base", [])])
