@@ -406,8 +406,7 @@ def test_demo_without_bpy_fails_with_one_line(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "bpy" in lines[0] and "pip install '.[" in lines[0] and "render" in lines[0] \
-        and "vision" in lines[0]
+    assert len(lines) == 1 and "bpy" in lines[0] and "pip install '.[demo]'" in lines[0] and "render" in lines[0]
     assert not (tmp_path / "demo").exists()
 
 
@@ -446,6 +445,8 @@ def test_demo_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "(a) Exact answer accuracy" in result.stdout and "Explanation:" in result.stdout
     data = json.loads((out / "report" / "demo.json").read_text())
+    last = json.loads(result.stdout.strip().splitlines()[-1])
+    assert last == data["models"]["NS-VQA (perception, BiLSTM)"] and last["n"] == 2
     assert data["settings"]["questions"] == 2
     assert data["models"]["NS-VQA (gold scene, gold ASP)"]["exact_accuracy"] == 1.0
     assert (out / "report" / "demo.md").is_file() and (out / "report" / "table2.md").is_file()

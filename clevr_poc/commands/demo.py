@@ -11,7 +11,8 @@ On a fresh clone with the shipped checkpoints (``models/``) and no network:
    two references that isolate the errors: the gold partial scene with the BiLSTM query (parser errors
    only), and the gold scene with the gold query (the labelling pipeline: must be 1.0);
 5. print the Table-2 style result and one worked example with its explanation (which constraints
-   eliminated which values), and write a report folder.
+   eliminated which values), and write a report folder; the last line of stdout is the main model's
+   ``{"exact_accuracy": ..., "jaccard": ..., "n": ...}`` as JSON.
 
 Output folder (``--out``, default ``clevr-poc-demo``)::
 
@@ -92,18 +93,15 @@ def missing_requirements() -> list[str]:
 
 
 def check_requirements() -> None:
-    """Raise a one-line :class:`ClevrPocError` naming the missing modules and the extras to install.
-
-    Without ``bpy`` the message always names ``[render,vision]`` (the render and the perception extras).
-    """
+    """Raise a one-line :class:`ClevrPocError` naming the missing modules, the extras that install them,
+    and the ``[demo]`` extra that installs them all."""
     missing = missing_requirements()
     if not missing:
         return
     extras = {extra: None for module, extra in REQUIREMENTS if module in missing}
-    if "bpy" in missing:
-        extras = {"render": None, "vision": None, **extras}
     names = ",".join(e for e in ("generate", "render", "vision") if e in extras)
-    raise ClevrPocError(f"the demo needs {', '.join(missing)} (not installed): pip install '.[{names}]'")
+    raise ClevrPocError(f"the demo needs {', '.join(missing)} (not installed; extras {names}): "
+                        "pip install '.[demo]'")
 
 
 def _positive(value: int, option: str) -> int:
@@ -245,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
         "worked_example": example["json"] if example else None}, indent=2)
     print()
     print(console_text(reports, perception, example, timings, report_dir))
+    # the last line: the main model's scores, machine-readable (as `evaluate` prints)
+    print(json.dumps(reports[MAIN_MODEL].summary()))
     return 0
 
 
