@@ -140,6 +140,8 @@ def test_ns_vqa_option_errors_are_one_line(dataset, tmp_path, capsys):
     assert str(tmp_path / "none") in err[0]
     status, out, err = _run_cli(base + ["--parser-path", str(tmp_path)], capsys)
     assert status == 1 and len(err) == 1 and "--parser-path is used with --query bilstm only" in err[0]
+    status, out, err = _run_cli(base + ["--query", "bilstm", "--threads", "0"], capsys)
+    assert status == 1 and len(err) == 1 and "--threads" in err[0] and "must be a positive integer" in err[0]
 
 
 class CountingParser:

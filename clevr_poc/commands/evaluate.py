@@ -93,6 +93,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                        help="BiLSTM checkpoint folder (default: the shipped models/parser_bilstm)")
     nsvqa.add_argument("--perception-path", metavar="DIR",
                        help="perception checkpoint folder (default: the shipped models/perception)")
+    nsvqa.add_argument("--threads", type=int, default=1, metavar="N",
+                       help="torch CPU threads for the BiLSTM parser / perception (default 1: on busy shared "
+                            "cores more threads made BiLSTM decoding ~20x slower)")
     llm = parser.add_argument_group("llm-standalone (and ns-vqa --query llm)")
     llm.add_argument("--backend", metavar="SPEC",
                      help="chat backend: local, gguf:PATH, openai, openai:MODEL or openai:MODEL@URL")
@@ -193,6 +196,12 @@ def _ns_vqa(args: argparse.Namespace) -> Any:
     folders = check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
                                 parser="bilstm" if args.query == "bilstm" else "given",
                                 perception_path=args.perception_path, parser_path=args.parser_path)
+    if args.threads < 1:
+        raise FormatError("must be a positive integer", field="--threads", value=args.threads)
+    if args.scene == "perception" or args.query == "bilstm":
+        import torch
+
+        torch.set_num_threads(args.threads)
     scene: Any = GOLD
     if args.scene == "perception":
         scene = PerceptionSource(folders["perception"])
@@ -231,6 +240,16 @@ def _key(example: Any, position: int) -> str:
     return example_key(example, position)
 
 
+def _batch_size(args: argparse.Namespace) -> int:
+    """Examples per ``predict_batch`` call (and per --checkpoint flush): CLIP and local NS-VQA batch widely;
+    LLM requests are flushed every ``4 * --workers`` answers so an interrupted run loses little."""
+    if args.model in CLIP_MODELS:
+        return 256
+    if args.model in ("ns-vqa", "ns-vqa-gold") and getattr(args, "query", "gold") != "llm":
+        return 64
+    return max(1, 4 * args.workers)
+
+
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.evaluation import evaluate, score_predictions, write_outputs
 
@@ -251,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         report = evaluate(model, examples, progress=args.progress, split=args.split,
                           parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
-                          batch_size=256 if clip else max(1, 4 * args.workers))
+                          batch_size=_batch_size(args))
         seconds = time.perf_counter() - started
         extra = {**report.extra, "seconds": round(seconds, 3),
                  "seconds_per_question": round(seconds / report.n, 4) if report.n else None}
