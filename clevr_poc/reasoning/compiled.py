@@ -193,6 +193,9 @@ class EnvironmentSolver:
                 for j in range(i):
                     table[i][j] = -1 - self.index[("scene_relation", rel, i, j)]
             self.relations[rel] = table
+        #: missing(V) atom -> V (a dict lookup instead of converting clingo symbols to text)
+        self.missing_values: dict[clingo.Symbol, str] = {
+            atom.symbol: str(atom.symbol.arguments[0]) for atom in atoms.by_signature("missing", 1)}
         self.control = control
 
     def assumptions(self, scene: Scene, query: CompiledQuery) -> list[int] | None:
@@ -237,5 +240,6 @@ class EnvironmentSolver:
         """Brave consequences under ``assumptions``: ``(satisfiable, values, timed_out)``."""
         with self.lock:
             satisfiable, symbols, timed_out = solve_brave(self.control, assumptions, time_limit)
-        values = frozenset(str(s.arguments[0]) for s in symbols if s.name == "missing")
+        names = self.missing_values  # only missing/1 is shown
+        values = frozenset(names[s] if s in names else str(s.arguments[0]) for s in symbols)
         return satisfiable, values, timed_out

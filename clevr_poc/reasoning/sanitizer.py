@@ -159,6 +159,12 @@ _TOKEN = re.compile(r"[ \t\r\n]+|%[^\n]*|:-|!=|\.\.|[(),.]|[A-Za-z_][A-Za-z0-9_]
 
 
 def _tokenize(text: str) -> list[str]:
+    # fast path: the same leftmost-first matches as the loop below (findall scans the same way), valid
+    # when they cover the whole text (no character left unmatched) and hold no interval; anything else
+    # goes through the loop, which names the offending character
+    matches = _TOKEN.findall(text)
+    if sum(map(len, matches)) == len(text) and ".." not in matches:
+        return [t for t in matches if not t[0].isspace() and t[0] != "%"]
     tokens: list[str] = []
     pos = 0
     while pos < len(text):
