@@ -28,7 +28,7 @@ load average is printed next to each figure: other processes on the machine lowe
 
 Usage::
 
-    python benchmarks/generation.py [--workers 2] [--environments 10] [--scenes 20000] [--questions 1000]
+    python benchmarks/generation.py [--workers 2] [--environments 10] [--scenes 20000] [--questions 2000]
                                     [--seed 0] [--no-baseline] [--json]
 """
 
@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--environments", type=int, default=10)
     parser.add_argument("--scenes", type=int, default=20_000, help="complete scene graphs to sample")
     parser.add_argument("--layout-scenes", type=int, default=4_000, help="scene graphs to sample and lay out")
-    parser.add_argument("--questions", type=int, default=1_000, help="labelled questions to generate")
+    parser.add_argument("--questions", type=int, default=2_000,
+                        help="labelled questions to generate (default 2000: 200 per environment)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-baseline", action="store_true", help="skip the baseline (reference path) run")
     parser.add_argument("--no-dataset", action="store_true", help="skip the generate_dataset run")
