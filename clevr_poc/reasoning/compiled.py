@@ -5,7 +5,9 @@ Grounding dominates the cost of one small CLEVR-POC question (~5 ms of ~8 ms; se
 object(0..N-1) + constraints`` once per environment (``compiled_inputs.lp`` restates the rules of
 ``answering.lp`` in an equivalent form that grounds 3x smaller); a question is then a list of
 assumptions over ``#external`` atoms (scene facts and the compiled query, see ``asp/compiled_inputs.lp``
-for why this is the same program), and one brave-consequence solve.
+for why the answer sets are those of the direct program), and one brave-consequence solve. Each
+environment keeps one grounded program per number of query variables (2..:data:`MAX_SLOTS`), so a
+question pays only for the variables it uses.
 
 Queries the compiler does not cover (a variable in an attribute/value position other than the answer,
 more than :data:`MAX_SLOTS` objects, constants as object ids in relations, ...) return None from

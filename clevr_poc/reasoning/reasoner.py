@@ -7,9 +7,10 @@ call, no enumeration of every model), in process.
 
 Two modes give the same answers:
 
-- ``"direct"``: the program above as text, grounded and solved per question (about 8 ms);
+- ``"direct"``: the program above as text, grounded and solved per question (about 20 ms of CPU);
 - ``"compiled"`` (default): the environment is grounded once and each question is a set of
-  assumptions (:mod:`clevr_poc.reasoning.compiled`, about 0.5 ms); queries outside the compiled
+  assumptions (:mod:`clevr_poc.reasoning.compiled`, 0.7-1.2 ms of CPU for 5-9 objects, see
+  ``docs/benchmarks.md``); queries outside the compiled
   fragment fall back to ``"direct"``.
 """
 
