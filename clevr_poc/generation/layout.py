@@ -450,18 +450,23 @@ def _silhouettes(meshes, camera, shown) -> dict | None:
     depth); None when a vertex lies behind the camera."""
     from clevr_poc.rendering.geometry import project_points
 
+    shown = list(shown)
+    if not shown:
+        return {}
+    sizes = [len(meshes[k].vertices) for k in shown]
+    uvd = project_points(np.concatenate([meshes[k].vertices for k in shown]), camera)  # all objects at once
+    if not np.all(uvd[:, 2] > 0):
+        return None
+    support_all = uvd[:, :2] @ _DIRECTIONS.T            # (sum V, K)
     silhouettes = {}
-    for k in shown:
-        uvd = project_points(meshes[k].vertices, camera)
-        depth = uvd[:, 2]
-        if not np.all(depth > 0):
-            return None
-        uv = uvd[:, :2]
-        support = uv @ _DIRECTIONS.T                    # (V, K)
+    start = 0
+    for k, size in zip(shown, sizes):
+        uv, depth, support = uvd[start:start + size, :2], uvd[start:start + size, 2], support_all[start:start + size]
+        start += size
         extreme = support.argmax(axis=0)                # hull vertices, counter-clockwise in (u, v)
         keep = extreme != np.roll(extreme, 1)
         inner = uv[extreme[keep]] if keep.any() else uv[extreme[:1]]
-        silhouettes[k] = (inner, support.max(axis=0), float(depth.min()), float(depth.max()))
+        silhouettes[k] = (inner, support[extreme, np.arange(len(extreme))], float(depth.min()), float(depth.max()))
     return silhouettes
 
 
