@@ -107,6 +107,20 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["examples"][0]["error"].startswith("question parser failed: no valid ASP query")
 
+    # resumed from a checkpoint: the time per question counts only the questions asked in this run
+    checkpoint = ["--checkpoint", str(tmp_path / "llm.jsonl")]
+    with ChatCompletionsServer(lambda messages: f"### {FIRST_QUERY} ###") as server:
+        argv[argv.index("--backend") + 1] = f"openai:test@{server.base_url}"
+        status, _, err = _run_cli(argv + checkpoint + ["--limit", "2"], capsys)
+        assert status == 0, err
+        status, out, err = _run_cli(argv + checkpoint + ["--limit", "3"], capsys)
+        assert status == 0, err
+        assert len(server.requests) == 3
+    assert out[1].startswith("time: ") and out[1].endswith("s per question (1 asked; 2 from the checkpoint)")
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["extra"]["from_checkpoint"] == 2
+    assert report["extra"]["seconds_per_question"] == pytest.approx(report["extra"]["seconds"], abs=1e-3)
+
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None or not (SHIPPED_PARSER / "weights.pt").is_file(),
                     reason="needs torch and the shipped models/parser_bilstm")

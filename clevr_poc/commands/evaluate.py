@@ -234,6 +234,16 @@ def _program_accuracy(report: Any, examples: list[Any]) -> dict[str, Any]:
     return {"correct": correct, "n": report.n, "accuracy": correct / report.n if report.n else 0.0}
 
 
+def _cached(path: str, model: Any, examples: list[Any]) -> int:
+    """How many of ``examples`` already have a prediction in the checkpoint file (0 for a new file)."""
+    from clevr_poc.evaluation.report import Checkpoint, model_name
+
+    if not Path(path).is_file():
+        return 0
+    store = Checkpoint(path, model_name(model))
+    return sum(1 for i, e in enumerate(examples) if store.get(_key(e, i)) is not None)
+
+
 def _key(example: Any, position: int) -> str:
     from clevr_poc.evaluation.report import example_key
 
@@ -267,20 +277,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         model = _model(args)
         clip = args.model in CLIP_MODELS  # --checkpoint is the model folder, not a predictions file
+        cached = 0 if clip or not args.checkpoint else _cached(args.checkpoint, model, examples)
         started = time.perf_counter()
         report = evaluate(model, examples, progress=args.progress, split=args.split,
                           parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
                           batch_size=_batch_size(args))
         seconds = time.perf_counter() - started
+        asked = report.n - cached  # questions sent to the model in this run (the rest came from --checkpoint)
         extra = {**report.extra, "seconds": round(seconds, 3),
-                 "seconds_per_question": round(seconds / report.n, 4) if report.n else None}
-        if args.checkpoint and not clip:
-            extra["seconds_note"] = "includes only the predictions not already in --checkpoint"
+                 "seconds_per_question": round(seconds / asked, 4) if asked else None}
+        if cached:
+            extra["from_checkpoint"] = cached
         if args.model == "ns-vqa" and args.query != "gold":
             extra["program_accuracy"] = _program_accuracy(report, examples)
             accuracy = extra["program_accuracy"]
             print(f"program accuracy: {accuracy['correct']} of {accuracy['n']} ({accuracy['accuracy']:.4f})")
-        print(f"time: {seconds:.1f} s, {extra['seconds_per_question']} s per question")
+        print(f"time: {seconds:.1f} s, {extra['seconds_per_question']} s per question"
+              + (f" ({asked} asked; {cached} from the checkpoint)" if cached else ""))
         report = replace(report, extra=extra)
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
