@@ -279,3 +279,19 @@ def test_training_data_pools_datasets_and_splits(tmp_path):
         TrainingData.load([FIXTURE, tmp_path / "missing"], "test", ModelConfig(), kinds=("incomplete",))
     with pytest.raises(FormatError, match="no scenes for split 'train'"):
         TrainingData.load(FIXTURE, "train", ModelConfig(), kinds=("incomplete",))
+
+
+@vision
+def test_evaluate_scores_a_scene_with_too_many_objects_as_wrong():
+    """An argmax scene with as many objects as the environment (none left for the hidden one) cannot be
+    answered: it counts as a wrong answer instead of ending the evaluation."""
+    from clevr_poc.perception import Perception
+    from clevr_poc.perception.evaluation import evaluate
+
+    perception = Perception.from_pretrained(MODEL)
+    perception.score_threshold = perception.candidate_threshold = 0.0   # every box the detector proposes,
+    perception.detector.roi_heads.score_thresh = 0.0                      # however unlikely,
+    perception.detector.roi_heads.nms_thresh = 1.0                        # duplicates included
+    report = evaluate(perception, FIXTURE, split="test", decode=False, progress=False)
+    assert report["images"] == 2 and report["argmax"]["answers"] == 0.0
+    assert report["argmax"]["detection"]["false_positives"] >= 2

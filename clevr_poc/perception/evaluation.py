@@ -188,8 +188,13 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
         for name, scene in scenes.items():
             answer_ok = None
             if reasoner is not None and example.question.answer is not None:
-                answer = reasoner.answer(example.environment, scene, example.question.asp_query)
-                answer_ok = answer.values == example.question.answer
+                if len(scene) >= example.environment.num_objects:
+                    # more visible objects than the environment leaves for the hidden one (an argmax
+                    # scene with an extra detection): no answer, scored wrong rather than aborting
+                    answer_ok = False
+                else:
+                    answer = reasoner.answer(example.environment, scene, example.question.asp_query)
+                    answer_ok = answer.values == example.question.answer
             _score(tallies[name], scene, truth.scene, truth_boxes, list(truth.objects), answer_ok)
         if reasoner is not None and example.question.answer is not None:
             answer = reasoner.answer(example.environment, example.partial_scene, example.question.asp_query)
