@@ -52,7 +52,7 @@ SPLIT = "test"
 MAX_EXPLAINED = 8
 
 _EPILOG = """examples:
-  python -m clevr_poc demo                                   # 4 environments x 5 questions, 1-3 min on 2 cores
+  python -m clevr_poc demo                                   # 8 environments x 10 questions, 2-5 min on 2 cores
   python -m clevr_poc demo --out demo --environments 5 --questions 6 --samples 16 --seed 1
 """
 
@@ -70,9 +70,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", default="clevr-poc-demo", metavar="DIR",
                         help="output folder: dataset/ and report/ (default: %(default)s; a rerun resumes)")
-    parser.add_argument("--environments", type=int, default=4, metavar="E", help="environments (default: 4)")
-    parser.add_argument("--questions", type=int, default=5, metavar="Q",
-                        help="questions (= scenes = images) per environment (default: 5)")
+    parser.add_argument("--environments", type=int, default=8, metavar="E", help="environments (default: 8)")
+    parser.add_argument("--questions", type=int, default=10, metavar="Q",
+                        help="questions (= scenes = images) per environment (default: 10)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of generation and rendering (default: 0)")
     parser.add_argument("--samples", type=int, default=8, metavar="N",
                         help="render samples per pixel (default: 8; Cycles + denoiser)")
