@@ -13,13 +13,11 @@ import importlib
 import sys
 from typing import Sequence
 
-from clevr_poc.errors import ClevrPocError
+from clevr_poc._cli import EXIT_USAGE, run_guarded
 
 #: Sub-command modules under clevr_poc.commands, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo")
 
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,25 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    try:
-        return int(args.func(args) or 0)
-    except ClevrPocError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # the reader went away (`... | head`): not an error of ours
-        _silence_stdout()
-        return EXIT_ERROR  # as Python itself does on EPIPE
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush does not raise again."""
-    import os
-
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    return run_guarded(lambda: args.func(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,27 +24,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from clevr_poc._io import atomic_write_json, atomic_write_text
-from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc._cli import EXIT_USAGE, non_negative_int, positive_int, run_guarded
+from clevr_poc.errors import FormatError
 from clevr_poc.mcot.extraction import ExtractionMode, FailurePolicy
 from clevr_poc.mcot.prompts import (M3COT_STRATEGIES, SCIENCEQA_DEFAULT_SEED, SCIENCEQA_DEFAULT_SHOTS,
                                     SCIENCEQA_FORMATS, SCIENCEQA_MAX_TOKENS)
 
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
 
 
 def _common(parser: argparse.ArgumentParser, *, default_seed: int) -> None:
@@ -55,7 +40,7 @@ def _common(parser: argparse.ArgumentParser, *, default_seed: int) -> None:
     parser.add_argument("--output", type=Path, help="write (and resume) the model outputs here")
     parser.add_argument("--split", default="test", help="data split to run (default test); with --predictions, "
                         "M3CoT --data records of other splits are ignored")
-    parser.add_argument("--limit", type=_non_negative, help="only the first N items (of the split, or of the "
+    parser.add_argument("--limit", type=non_negative_int, help="only the first N items (of the split, or of the "
                         "predictions file)")
     parser.add_argument("--rule", choices=[m.value for m in ExtractionMode], default="official",
                         help="answer extraction: the official rule (default) or the robust one")
@@ -81,10 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     sqa.add_argument("--pid-splits", type=Path, help="pid_splits.json (default: next to problems.json)")
     sqa.add_argument("--captions", type=Path, help="captions.json (default: next to problems.json)")
     sqa.add_argument("--prompt", default="QCM-ALE", help=f"prompt format: {', '.join(SCIENCEQA_FORMATS)}")
-    sqa.add_argument("--shots", type=_non_negative, default=SCIENCEQA_DEFAULT_SHOTS,
+    sqa.add_argument("--shots", type=non_negative_int, default=SCIENCEQA_DEFAULT_SHOTS,
                      help="demonstrations from train (default 2)")
     sqa.add_argument("--use-caption", action="store_true", help="add the image caption to the context")
-    sqa.add_argument("--max-tokens", type=_positive, default=SCIENCEQA_MAX_TOKENS)
+    sqa.add_argument("--max-tokens", type=positive_int, default=SCIENCEQA_MAX_TOKENS)
     sqa.add_argument("--explanations", action="store_true", help="also score explanations (BLEU-1/4, ROUGE-L)")
     sqa.add_argument("--similarity", action="store_true",
                      help="with --explanations: sentence similarity (all-MiniLM-L6-v2, needs sentence-transformers)")
@@ -94,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     m3 = sub.add_parser("m3cot", help="M3CoT (Chen et al. 2024)")
     m3.add_argument("--data", type=Path, help="M3CoT records (.jsonl or .parquet); with --predictions: gold answers")
     m3.add_argument("--prompt", default="direct", help=f"strategy: {', '.join(M3COT_STRATEGIES)}")
-    m3.add_argument("--max-tokens", type=_positive, default=512)
+    m3.add_argument("--max-tokens", type=positive_int, default=512)
     _common(m3, default_seed=0)
     m3.set_defaults(func=run_m3cot_command)
     return parser
@@ -184,11 +169,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    try:
-        return int(args.func(args) or 0)
-    except ClevrPocError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("interrupted (partial results are kept in --output; run again to resume)", file=sys.stderr)
-        return 130
+    return run_guarded(lambda: args.func(args),
+                       interrupted="interrupted (partial results are kept in --output; run again to resume)")

@@ -17,29 +17,9 @@ import os
 import sys
 from typing import Sequence
 
-from clevr_poc.errors import ClevrPocError
+from clevr_poc._cli import open_unit_float, positive_int, run_guarded
 
 _EPILOG = __doc__.split("examples::", 1)[1].replace("\n    ", "\n  ")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,17 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--part", choices=("all", "detector", "attributes"), default="all",
                    help="train both parts in turn (default) or one (two processes can train one each)")
     t.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    t.add_argument("--detector-steps", type=_positive, default=None, metavar="N")
-    t.add_argument("--attribute-steps", type=_positive, default=None, metavar="N")
-    t.add_argument("--detector-batch", type=_positive, default=None, metavar="B", help="images per step")
-    t.add_argument("--attribute-batch", type=_positive, default=None, metavar="B", help="objects per step")
-    t.add_argument("--checkpoint-every", type=_positive, default=None, metavar="N", help="steps between checkpoints")
+    t.add_argument("--detector-steps", type=positive_int, default=None, metavar="N")
+    t.add_argument("--attribute-steps", type=positive_int, default=None, metavar="N")
+    t.add_argument("--detector-batch", type=positive_int, default=None, metavar="B", help="images per step")
+    t.add_argument("--attribute-batch", type=positive_int, default=None, metavar="B", help="objects per step")
+    t.add_argument("--checkpoint-every", type=positive_int, default=None, metavar="N", help="steps between checkpoints")
     t.add_argument("--kinds", default="incomplete,complete", metavar="K,...",
                    help="scene kinds to train on (default: %(default)s; missing images are skipped)")
-    t.add_argument("--limit", type=_positive, default=None, metavar="N", help="at most N images per kind")
-    t.add_argument("--stop-after", type=_positive, default=None, metavar="N",
+    t.add_argument("--limit", type=positive_int, default=None, metavar="N", help="at most N images per kind")
+    t.add_argument("--stop-after", type=positive_int, default=None, metavar="N",
                    help="train at most N steps of each part now, then stop (run again to resume)")
-    t.add_argument("--threads", type=_positive, default=None, metavar="T",
+    t.add_argument("--threads", type=positive_int, default=None, metavar="T",
                    help="torch threads (default: 2 for --part all, else 1)")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -80,11 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", required=True, metavar="DIR", help="rendered dataset folder")
     e.add_argument("--checkpoint", required=True, metavar="PATH", help="perception.pt or a folder holding it")
     e.add_argument("--split", default="test", help="split to evaluate (default: %(default)s)")
-    e.add_argument("--limit", type=_positive, default=None, metavar="N", help="at most N images")
+    e.add_argument("--limit", type=positive_int, default=None, metavar="N", help="at most N images")
     e.add_argument("--no-decode", action="store_true", help="skip constraint-aware decoding")
-    e.add_argument("--score-threshold", type=_probability, default=None, metavar="S",
+    e.add_argument("--score-threshold", type=open_unit_float, default=None, metavar="S",
                    help="detection score of an object for argmax decoding (default: the model's)")
-    e.add_argument("--threads", type=_positive, default=2, metavar="T", help="torch threads (default: 2)")
+    e.add_argument("--threads", type=positive_int, default=2, metavar="T", help="torch threads (default: 2)")
     e.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -144,14 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    try:
-        return _run_train(args) if args.command == "train" else _run_evaluate(args)
-    except ClevrPocError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except ModuleNotFoundError as exc:
-        print(f"error: perception needs the [vision] extra (torch, torchvision, Pillow, tqdm): {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted (resume by running the same command again)", file=sys.stderr)
-        return 130
+    return run_guarded(
+        lambda: _run_train(args) if args.command == "train" else _run_evaluate(args),
+        interrupted="interrupted (resume by running the same command again)",
+        missing_module=lambda exc: f"perception needs the [vision] extra (torch, torchvision, Pillow, tqdm): {exc}")

@@ -21,6 +21,7 @@ import json
 import sys
 from typing import Any, Sequence
 
+from clevr_poc._cli import non_negative_float, non_negative_int, open_unit_float, positive_float, positive_int, run_guarded
 from clevr_poc.errors import ClevrPocError, FormatError
 
 MISSING_EXTRA = ("the CLIP baseline needs the [clip] extra (torch, open_clip_torch, transformers, Pillow): "
@@ -60,7 +61,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", metavar="DIR",
                         help="feature cache folder (default: CHECKPOINT/features); reused across runs and variants")
     parser.add_argument("--device", default="auto", help="torch device: auto (cuda if available), cpu, cuda, ...")
-    parser.add_argument("--limit", type=int, metavar="N", help="only the first N questions of each split")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N questions of each split")
     parser.add_argument("--progress", action="store_true", help="progress bars (stderr)")
 
 
@@ -83,27 +84,27 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--val-split", default="val", metavar="S",
                        help="validation split for epoch selection ('none': no validation; a missing default "
                             "split is skipped)")
-    train.add_argument("--epochs", type=int, default=50)
-    train.add_argument("--batch-size", type=int, default=8)
-    train.add_argument("--lr", type=float, default=1e-3)
-    train.add_argument("--dropout", type=float, default=0.1)
+    train.add_argument("--epochs", type=positive_int, default=50)
+    train.add_argument("--batch-size", type=positive_int, default=8)
+    train.add_argument("--lr", type=positive_float, default=1e-3)
+    train.add_argument("--dropout", type=non_negative_float, default=0.1)
     train.add_argument("--hidden", type=_hidden, default=(512,), metavar="W[,W...]|0",
                        help="hidden layer widths of the head; 0 = one linear layer (official code)")
-    train.add_argument("--beta", type=float, default=5.0, help="weight of the weighted BCE (paper eq. 1)")
+    train.add_argument("--beta", type=positive_float, default=5.0, help="weight of the weighted BCE (paper eq. 1)")
     train.add_argument("--weighting", choices=("positives", "negatives"), default="positives",
                        help="beta on positive labels (paper eq. 1) or on negative labels (official code)")
-    train.add_argument("--threshold", type=float, default=0.5, help="decision threshold on probabilities")
+    train.add_argument("--threshold", type=open_unit_float, default=0.5, help="decision threshold on probabilities")
     train.add_argument("--restrict", choices=("none", "attribute"), default="none",
                        help="predict only the queried attribute's labels (attribute) or any of the 17 (none)")
     train.add_argument("--select", choices=("best", "last"), default="best",
                        help="keep the epoch with the best validation Jaccard, or the last epoch")
-    train.add_argument("--seed", type=int, default=0, help="seed of the head's initialisation and batch order")
+    train.add_argument("--seed", type=non_negative_int, default=0, help="seed of the head's initialisation and batch order")
     train.add_argument("--clip-model", default=DEFAULT_CLIP_MODEL, help="open_clip model name")
     train.add_argument("--clip-pretrained", default=DEFAULT_CLIP_PRETRAINED, metavar="TAG|PATH|none",
                        help="open_clip pretrained tag, local checkpoint file, or none (random weights)")
     train.add_argument("--gpt2", default=DEFAULT_GPT2, metavar="NAME|PATH|tiny",
                        help="GPT-2 name, local folder (save_pretrained), or tiny (random 2-layer model)")
-    train.add_argument("--encoder-seed", type=int, default=0, help="seed of random encoder weights")
+    train.add_argument("--encoder-seed", type=non_negative_int, default=0, help="seed of random encoder weights")
     train.add_argument("--json", action="store_true", help="print the training history as JSON too")
 
     evaluate = sub.add_parser("evaluate", help="score a checkpoint on a split (exact accuracy, Jaccard index)",
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint folder from `train`")
     evaluate.add_argument("--out", metavar="DIR",
                           help="write report.json, predictions.json, table2.md, breakdowns.md and plots/")
-    evaluate.add_argument("--threshold", type=float, help="override the checkpoint's decision threshold")
+    evaluate.add_argument("--threshold", type=open_unit_float, help="override the checkpoint's decision threshold")
     evaluate.add_argument("--restrict", choices=("none", "attribute"), help="override the checkpoint's restriction")
     evaluate.add_argument("--name", metavar="NAME", help="model name in the report (default: CLIP-NL, ...)")
     evaluate.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
@@ -202,14 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    try:
-        return run_train(args) if args.command == "train" else run_evaluate(args)
-    except ClevrPocError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return run_guarded(lambda: run_train(args) if args.command == "train" else run_evaluate(args))
 
 
 __all__ = ["build_parser", "main", "require_clip_extra", "run_evaluate", "run_train"]
