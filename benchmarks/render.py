@@ -213,8 +213,9 @@ def make_figures(scenes, out: Path, folder: Path, *, eevee: bool) -> None:
     panels = [labelled(out / "default_0.png", f"Cycles {DEFAULT_SAMPLES} spp + OIDN")]
     if (out / "quality_reference.png").exists():
         panels.append(labelled(out / "quality_reference.png", "Cycles 512 spp (official)"))
-    if (out / "quality_8_oidn.png").exists():
-        panels.insert(1, labelled(out / "quality_8_oidn.png", "Cycles 8 spp + OIDN"))
+    other = 16 if DEFAULT_SAMPLES != 16 else 8   # the other sample count the docs compare
+    if (out / f"quality_{other}_oidn.png").exists():
+        panels.insert(1, labelled(out / f"quality_{other}_oidn.png", f"Cycles {other} spp + OIDN"))
     if eevee:
         panels.append(labelled(out / "eevee_0.png", "EEVEE 16 samples"))
     row(panels).save(folder / "rendering_engines.png")
