@@ -65,3 +65,15 @@ def complete_scene() -> Scene:
 @pytest.fixture
 def partial_scene() -> Scene:
     return appendix_a_complete_scene().without_object(4)
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory):
+    """~100 generated questions (2 environments x 50 scenes, seed 7; splits train 0.8 / test 0.2), made
+    once per test session; used by the parser tests."""
+    from clevr_poc.generation.dataset import generate_dataset
+
+    root = tmp_path_factory.getbasetemp() / "parser_tiny_dataset"
+    generate_dataset(root, environments=2, scenes_per_environment=50, seed=7, splits={"train": 0.8, "test": 0.2},
+                     workers=1, progress=False)
+    return root

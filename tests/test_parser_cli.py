@@ -20,17 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--word-vec-dim", "16", "--hidden-size", "16", "--decoder-hidden", "32", "--threads", "1", "--no-progress"]
 
 
-@pytest.fixture(scope="module")
-def tiny_dataset(tmp_path_factory):
-    """~100 generated questions (2 environments x 50 scenes), shared with test_parser_seq2seq.py."""
-    from clevr_poc.generation.dataset import generate_dataset
-
-    root = tmp_path_factory.getbasetemp() / "parser_tiny_dataset"
-    generate_dataset(root, environments=2, scenes_per_environment=50, seed=7, splits={"train": 0.8, "test": 0.2},
-                     workers=1, progress=False)  # resumes (instantly) when another module made it
-    return root
-
-
 def _error_line(capsys) -> str:
     """The one error line on stderr (progress lines may precede it; never a traceback)."""
     err = capsys.readouterr().err

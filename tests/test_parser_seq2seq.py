@@ -40,17 +40,6 @@ PAPER_QUESTIONS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_dataset(tmp_path_factory):
-    """~100 generated questions (2 environments x 50 scenes), shared with test_parser_cli.py."""
-    from clevr_poc.generation.dataset import generate_dataset
-
-    root = tmp_path_factory.getbasetemp() / "parser_tiny_dataset"
-    generate_dataset(root, environments=2, scenes_per_environment=50, seed=7, splits={"train": 0.8, "test": 0.2},
-                     workers=1, progress=False)  # resumes (instantly) when another module made it
-    return root
-
-
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """One torch thread here (restored after): small LSTM steps gain nothing from two threads, and on a
