@@ -192,6 +192,24 @@ def load_state(path: Path) -> dict[str, Any] | None:
     return state
 
 
+def _resume(path: Path, module: torch.nn.Module, optimizer: torch.optim.Optimizer, train: TrainConfig,
+            model_config: ModelConfig, *, part: str, total: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """The training state of one part: loaded from its checkpoint ``path`` into ``module`` and
+    ``optimizer`` (after checking the settings match), or a fresh one at step 0.
+
+    Raises:
+        FormatError: the checkpoint was written with other settings.
+    """
+    state = load_state(path)
+    if state is None:
+        return {"step": 0, "losses": [], "seconds": 0.0}
+    _check_resume(state, train, model_config, path)
+    module.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    log(f"{part}: resuming at step {state['step']} / {total}")
+    return state
+
+
 def _check_resume(state: dict[str, Any], train: TrainConfig, model: ModelConfig, path: Path) -> None:
     for key, expected in (("train_config", train.to_json()), ("model_config", model.to_json())):
         if state.get(key) != expected:
@@ -228,14 +246,8 @@ def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_conf
     torch.manual_seed(train.seed)
     detector = build_detector(model_config)
     optimizer = torch.optim.AdamW(detector.parameters(), lr=train.detector_lr, weight_decay=train.weight_decay)
-    state = load_state(path)
-    if state is not None:
-        _check_resume(state, train, model_config, path)
-        detector.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        log(f"detector: resuming at step {state['step']} / {train.detector_steps}")
-    else:
-        state = {"step": 0, "losses": [], "seconds": 0.0}
+    state = _resume(path, detector, optimizer, train, model_config, part="detector", total=train.detector_steps,
+                    log=log)
     detector.train()
     step = state["step"]
     bar = tqdm(total=train.detector_steps, initial=step, desc="detector", disable=not progress, unit="step")
@@ -350,14 +362,8 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
     torch.manual_seed(train.seed + 1)
     net = AttributeNet(model_config)
     optimizer = torch.optim.AdamW(net.parameters(), lr=train.attribute_lr, weight_decay=train.weight_decay)
-    state = load_state(path)
-    if state is not None:
-        _check_resume(state, train, model_config, path)
-        net.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        log(f"attributes: resuming at step {state['step']} / {train.attribute_steps}")
-    else:
-        state = {"step": 0, "losses": [], "seconds": 0.0}
+    state = _resume(path, net, optimizer, train, model_config, part="attributes", total=train.attribute_steps,
+                    log=log)
     index = _object_index(data)
     n = len(index.image)
     net.train()
