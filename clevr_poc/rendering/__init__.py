@@ -14,7 +14,17 @@ meshes), :mod:`.masks` (instance masks by ray casting, COCO RLE), :mod:`.render`
 everything here imports without Blender.
 """
 
-from clevr_poc.rendering.geometry import Camera, default_camera, image_to_ground, look_at, project, project_points
+from clevr_poc.rendering.geometry import (
+    CAMERA_PRESETS,
+    Camera,
+    camera_preset,
+    default_camera,
+    image_to_ground,
+    look_at,
+    official_camera,
+    project,
+    project_points,
+)
 from clevr_poc.rendering.masks import decode_rle, encode_rle, instance_index_map, mask_bbox
 from clevr_poc.rendering.render import (
     DEFAULT_ENGINE,
@@ -31,7 +41,7 @@ from clevr_poc.rendering.render import (
 )
 
 __all__ = [
-    "Camera", "DEFAULT_ENGINE", "DEFAULT_SAMPLES", "OffendingObject", "RenderError", "RenderResult", "RenderStats",
+    "CAMERA_PRESETS", "Camera", "camera_preset", "official_camera", "DEFAULT_ENGINE", "DEFAULT_SAMPLES", "OffendingObject", "RenderError", "RenderResult", "RenderStats",
     "VisibilityReport", "check_visibility", "decode_rle", "default_camera", "default_min_pixels", "encode_rle",
     "image_to_ground", "instance_index_map", "look_at", "mask_bbox", "project", "project_points", "render_scene",
     "scene_camera",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -53,6 +53,14 @@ def _default_position() -> tuple[float, float, float]:
 
 #: Default camera position (world units): about (11.7, -11.0, 9.3).
 DEFAULT_CAMERA_POSITION: tuple[float, float, float] = _default_position()
+
+#: The official CLEVR-POC camera (its ``base_scene.blend``; fixed, never jittered by the official code):
+#: location (world units), aimed at the origin by a TRACK_TO constraint (no roll), lens 21 mm on a 32 mm
+#: sensor with sensor fit AUTO, so fx = fy = 21 / 32 * 320 = 210 px at the official 320 x 320.
+OFFICIAL_CAMERA_POSITION: tuple[float, float, float] = (10.0, -6.50764, 5.34367)
+OFFICIAL_FOCAL_MM = 21.0
+#: The official image size (the official generator's ``--width 320 --height 320``).
+OFFICIAL_WIDTH, OFFICIAL_HEIGHT = 320, 320
 
 
 @dataclass(frozen=True)
@@ -180,6 +188,44 @@ def default_camera(width: int = 320, height: int = 240, *, rng: np.random.Genera
     if rng is not None and jitter > 0:
         position = position + rng.uniform(-jitter, jitter, size=3)
     return look_at(position, (0.0, 0.0, 0.0), width=width, height=height)
+
+
+def official_camera(width: int = OFFICIAL_WIDTH, height: int = OFFICIAL_HEIGHT) -> Camera:
+    """The official CLEVR-POC camera (:data:`OFFICIAL_CAMERA_POSITION`, 21 mm lens, 32 mm sensor, fit AUTO).
+
+    The camera of images that come without one (the release's scene JSONs carry no camera matrix).
+    ``fx = fy = 21 / 32 * max(width, height)`` px (210 px at 320 px), principal point at the image centre.
+    """
+    return look_at(OFFICIAL_CAMERA_POSITION, (0.0, 0.0, 0.0), width=width, height=height,
+                   focal_mm=OFFICIAL_FOCAL_MM, sensor_mm=SENSOR_MM)
+
+
+def ours_camera(width: int = 320, height: int = 240) -> Camera:
+    """Our own framing (:func:`default_camera` without jitter), the camera of the ``ours`` render style."""
+    return default_camera(width, height)
+
+
+#: Named cameras: preset name -> ``f(width, height) -> Camera`` (no jitter). ``official`` is the default
+#: for images without a camera file.
+CAMERA_PRESETS: dict[str, Callable[..., Camera]] = {"official": official_camera, "ours": ours_camera}
+
+
+def camera_preset(name: str, width: int | None = None, height: int | None = None) -> Camera:
+    """The camera of preset ``name`` (:data:`CAMERA_PRESETS`) at ``width`` x ``height`` (default: the
+    preset's own size: 320 x 320 official, 320 x 240 ours).
+
+    Raises:
+        FormatError: unknown preset name.
+    """
+    if name not in CAMERA_PRESETS:
+        raise FormatError(f"unknown camera preset; expected one of {sorted(CAMERA_PRESETS)}", field="camera",
+                          value=name)
+    kwargs = {}
+    if width is not None:
+        kwargs["width"] = int(width)
+    if height is not None:
+        kwargs["height"] = int(height)
+    return CAMERA_PRESETS[name](**kwargs)
 
 
 # ---------------------------------------------------------------------- projection
