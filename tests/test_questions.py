@@ -85,6 +85,25 @@ def _asp_mentions(asp: str) -> tuple[Counter, Counter]:
     return values, relations
 
 
+_DESCRIPTIONS = r"(?:, hasProperty\((?:X|Y[1-3]?),(?:size|color|material|shape),[a-z]+\))*"
+_R = r"(?:left|right|front|behind)"
+#: The official query form per family (SEMANTICS "The official query form"): descriptions, links, inequalities.
+_OFFICIAL_FORM = {
+    "zero_hop": rf"missing\(Q\) :- hasProperty\(X,\w+,Q\){_DESCRIPTIONS}\.",
+    "one_hop": rf"missing\(Q\) :- hasProperty\(X,\w+,Q\){_DESCRIPTIONS}, {_R}\(Y,X\), X!=Y\.",
+    "same_relate": rf"missing\(Q\) :- hasProperty\(X,\w+,Q\){_DESCRIPTIONS}, X!=Y, same_\w+\(Y,X\)\.",
+    "two_hop": rf"missing\(Q\) :- hasProperty\(X,\w+,Q\){_DESCRIPTIONS}, {_R}\(Y1,X\), {_R}\(Y2,Y1\), "
+               r"X!=Y1, Y1!=Y2, X!=Y2\.",
+    "single_and": rf"missing\(Q\) :- hasProperty\(X,\w+,Q\){_DESCRIPTIONS}, {_R}\(Y1,X\), {_R}\(Y2,X\), "
+                  r"X!=Y1, Y1!=Y2, X!=Y2\.",
+    "three_hop": rf"missing\(Q\) :- hasProperty\(X,\w+,Q\){_DESCRIPTIONS}, {_R}\(Y1,X\), {_R}\(Y2,Y1\), "
+                 rf"{_R}\(Y3,Y2\), X!=Y1, Y1!=Y2, Y2!=Y3, X!=Y2, X!=Y3, Y1!=Y3\.",
+}
+_OFFICIAL_VARIABLES = {"zero_hop": ("X",), "one_hop": ("X", "Y"), "same_relate": ("X", "Y"),
+                       "two_hop": ("X", "Y1", "Y2"), "single_and": ("X", "Y1", "Y2"),
+                       "three_hop": ("X", "Y1", "Y2", "Y3")}
+
+
 def _program_mentions(program) -> tuple[Counter, Counter]:
     values = Counter(n["side_inputs"][0] for n in program if n["type"].startswith("filter_"))
     relations = Counter(n["side_inputs"][0] for n in program if n["type"] == "relate")
@@ -177,9 +196,11 @@ def test_every_template_gives_a_consistent_labelled_question(reasoner, templates
         assert _program_mentions(question.program) == _asp_mentions(question.asp_query), template.id
         assert question.program[-1] == {"type": f"query_{attribute}", "inputs": [len(question.program) - 2],
                                         "side_inputs": []}
-        variables = set(re.findall(r"\b([XYZW])\b", question.asp_query))
+        variables = set(re.findall(r"\b(X|Y[1-3]?)\b", question.asp_query))
         assert sum(n["type"] == "unique" for n in question.program) == len(variables)
-        assert ("!=" in question.asp_query) == (template.family == "same_relate")
+        # the official form: variables named by hop, every pair of object variables distinct
+        assert variables == set(_OFFICIAL_VARIABLES[template.family])
+        assert re.fullmatch(_OFFICIAL_FORM[template.family], question.asp_query), question.asp_query
         # the query never names the answer attribute of the hidden object
         assert not re.search(rf"hasProperty\(X,{attribute},[a-z]", question.asp_query)
         # label: the true value, not the whole domain, the same in direct mode
@@ -207,9 +228,9 @@ def test_appendix_a_question_exact_asp_and_answer(reasoner, templates):
     )
     generator = QuestionGenerator(reasoner, templates)
     query = generator.asp_query(instance)
-    assert query == ("missing(Q) :- hasProperty(X,size,Q), hasProperty(X,color,red), "
-                     "hasProperty(X,material,rubber), hasProperty(Y,size,large), hasProperty(Y,color,purple), "
-                     "X!=Y, same_shape(Y,X).")
+    # the paper's literals (Appendix A) in the official form's order: reference described first
+    assert query == ("missing(Q) :- hasProperty(X,size,Q), hasProperty(Y,size,large), hasProperty(Y,color,purple), "
+                     "hasProperty(X,color,red), hasProperty(X,material,rubber), X!=Y, same_shape(Y,X).")
     environment, partial = appendix_a_environment(), appendix_a_complete_scene().without_object(4)
     assert reasoner.answer(environment, partial, query).values == {"small", "medium"}
     assert generator.intended_query(instance, 4) == (
@@ -242,7 +263,7 @@ def test_relations_follow_the_official_convention(reasoner, templates):
         relation = instance.values["<R>"]
         reference = instance.objects[1]
         assert 3 in scene.relationships[relation][reference]
-        assert generator.asp_query(instance).endswith(f", {relation}(Y,X).")
+        assert generator.asp_query(instance).endswith(f", {relation}(Y,X), X!=Y.")
         seen.add(relation)
     assert seen == set(domain.RELATIONS)
 

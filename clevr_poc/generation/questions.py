@@ -63,6 +63,7 @@ from clevr_poc._io import read_json
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
+from clevr_poc.parsing.official_form import to_official_form
 from clevr_poc.question import Question
 from clevr_poc.reasoning.watchdog import solve_brave
 from clevr_poc.scene import Scene, SceneObject
@@ -872,15 +873,23 @@ class QuestionGenerator:
 
     # ------------------------------------------------------------------ renderings
     def asp_query(self, instance: Instance) -> str:
-        """The official ASP query: ``missing(Q) :- hasProperty(X,<attr>,Q), <descriptions>, <relations>.``
+        """The ASP query in the official form (:func:`clevr_poc.parsing.official_form.to_official_form`):
+        ``missing(Q) :- hasProperty(X,<attr>,Q), <descriptions>, <relations>, <inequalities>.``
 
         References are described by attributes only; ``rel(Y,X)`` means X is rel of Y; "the other X with
-        the same P as Y" is ``X!=Y, same_P(Y,X)`` (paper Appendix A).
+        the same P as Y" is ``X!=Y, same_P(Y,X)`` (paper Appendix A). Variables are X, then Y (one
+        reference) or Y1, Y2, Y3 by hop from X (the reference named first in the question text first
+        among equals: ``single_and``'s ``<R2>`` reference is Y1), and every pair of object variables is
+        distinct (``X!=Y1, Y1!=Y2, X!=Y2``, ...), as the official generator writes them.
         """
         literals = [f"hasProperty(X,{instance.template.query_attribute},Q)"]
         literals += self._description_literals(instance)
-        literals += self._structure_literals(instance, pinned=None)
-        return f"missing(Q) :- {', '.join(literals)}."
+        # links ordered by their child's variable (X, Y, Z, W: by hop, text order among equals), so
+        # that to_official_form numbers the references in that order
+        links = self._structure_literals(instance, pinned=None)
+        rank = {v: k for k, v in enumerate(VARIABLES)}
+        links.sort(key=lambda lit: max(rank[v] for v in re.findall(r"\b[A-Z]\b", lit)))
+        return to_official_form(f"missing(Q) :- {', '.join(literals + links)}.")
 
     def intended_query(self, instance: Instance, hidden_index: int) -> str:
         """The question with every reference object of the query object pinned to its id in the partial

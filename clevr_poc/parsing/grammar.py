@@ -44,8 +44,9 @@ from clevr_poc.parsing.vocabulary import (
 __all__ = ["MAX_LITERALS", "MAX_QUERY_TOKENS", "GrammarError", "GrammarState", "QueryGrammar",
            "allowed_mask_sequence"]
 
-#: Most body literals the decoder may write (CLEVR-POC questions have at most ~16; the sanitizer allows 40).
-MAX_LITERALS = 24
+#: Most body literals the decoder may write (an official-form three-hop query has at most 26: the answer,
+#: 3 + 3 * 4 descriptions, 3 relations, 6 inequalities, plus slack; the sanitizer allows 40).
+MAX_LITERALS = 32
 #: Longest token sequence the grammar allows: head (5) + literals (at most 8 tokens + separator each).
 MAX_QUERY_TOKENS = 5 + 9 * MAX_LITERALS
 

@@ -23,7 +23,9 @@ Architecture (NS-VQA's ``reason/models``; sizes from its training options):
 :class:`BiLSTMParser` wraps the network with its question vocabulary and configuration:
 ``from_pretrained(path)`` / ``save_pretrained(path)`` (``config.json``, ``vocab.json``,
 ``weights.pt`` -- a plain state dict, fp16 by default, loaded with ``torch.load(weights_only=True)``),
-``parse(question) -> str`` and ``parse_batch(questions) -> list[str]`` (canonical query texts).
+``parse(question) -> str`` and ``parse_batch(questions) -> list[str]``: query texts in the official
+form (:func:`~clevr_poc.parsing.official_form.to_official_form`: variables X, Y / Y1, Y2, Y3, every
+pairwise inequality; the decoder itself writes X, Y, Z, W in order of first use).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from clevr_poc import domain
 from clevr_poc._io import atomic_write_json, read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.parsing.grammar import MAX_QUERY_TOKENS, GrammarState, QueryGrammar, allowed_mask_sequence
+from clevr_poc.parsing.official_form import to_official_form
 from clevr_poc.parsing.vocabulary import (
     PAD, QUERY_INDEX, QUERY_TOKENS, START, QuestionVocabulary, tokens_to_query,
 )
@@ -467,7 +470,8 @@ class BiLSTMParser:
             batch_size: questions decoded together.
 
         Returns:
-            One ``missing(Q) :- ...`` text per question (always accepted by the sanitizer).
+            One ``missing(Q) :- ...`` text per question (always accepted by the sanitizer), in the official
+            form when it has one of the six CLEVR-POC question structures (otherwise as decoded).
 
         Raises:
             FormatError: a question is not a string or is empty (naming its index).
@@ -488,9 +492,13 @@ class BiLSTMParser:
                     if text is None:  # pragma: no cover - constrained decoding always ends a query
                         raise AssertionError("constrained decoding did not finish a query")
                     try:
-                        results.append(sanitize_query(text).text)
+                        checked = sanitize_query(text)
                     except UnsafeProgramError as exc:  # pragma: no cover - the grammar rules this out
                         raise AssertionError(f"constrained decoding produced an invalid query: {exc}") from None
+                    try:  # the official variable names and literal order (the decoder's own are X, Y, Z, W)
+                        results.append(to_official_form(checked))
+                    except FormatError:  # outside the six question structures: kept as decoded
+                        results.append(checked.text)
         finally:
             self.model.train(was_training)
         return results
