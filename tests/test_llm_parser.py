@@ -34,6 +34,9 @@ EXAMPLES = load_fewshot_examples()
 TEMPLATES = {t.id: t for t in load_templates()}
 
 GOOD = "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,shape,sphere), hasProperty(Y,color,red), left(Y,X)."
+#: GOOD as the parser returns it: the official form (X!=Y added, descriptions in CLEVR order).
+OFFICIAL_GOOD = "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,color,red), hasProperty(Y,shape,sphere), " \
+    "left(Y,X), X!=Y."
 QUESTION = "What color is the thing to the left of the red ball?"
 
 
@@ -182,7 +185,7 @@ def test_correct_reply_parsed_and_prompt_holds_all_28_examples():
     with ChatCompletionsServer(lambda messages: f"### {GOOD} ###") as server:
         parser = LLMParser(_backend(server))
         result = parser.parse(QUESTION)
-    assert result.asp_query == GOOD and result.error is None and result.attempts == 1
+    assert result.asp_query == OFFICIAL_GOOD and result.error is None and result.attempts == 1
     assert parser.stats.to_json() == {"calls": 1, "requests": 1, "repaired": 0, "failures": 0}
     (request,) = server.requests
     assert request["temperature"] == 0 and request["max_tokens"] == parser.max_tokens
@@ -208,7 +211,7 @@ def test_wrong_first_reply_gets_exactly_one_repair_turn(bad_reply, error_part):
     with ChatCompletionsServer(reply) as server:
         parser = LLMParser(_backend(server))
         result = parser.parse(QUESTION)
-    assert result.asp_query == GOOD and result.attempts == 2 and result.error is None
+    assert result.asp_query == OFFICIAL_GOOD and result.attempts == 2 and result.error is None
     assert result.replies == (bad_reply, f"```\n{GOOD}\n```")
     assert len(server.requests) == 2
     first, second = (r["messages"] for r in server.requests)
@@ -251,8 +254,8 @@ def test_prompt_too_long_is_a_counted_failure_and_server_errors_raise():
 
 
 def test_parse_batch_keeps_order_with_concurrent_requests():
-    answers = {f"What color is the {c} cube?": f"missing(Q) :- hasProperty(X,color,Q), hasProperty(X,shape,cube), "
-                                                f"hasProperty(Y,color,{c}), X!=Y, same_shape(Y,X)."
+    answers = {f"What color is the {c} cube?": f"missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,color,{c}), "
+                                                f"hasProperty(X,shape,cube), X!=Y, same_shape(Y,X)."
                for c in domain.COLORS}
 
     def reply(messages):
@@ -311,7 +314,7 @@ SMOLLM2_QUESTIONS = [
      "hasProperty(X,shape,cube)."),
     ("What color is the big cylinder that is behind the tiny yellow sphere?",
      "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,size,large), hasProperty(X,shape,cylinder), "
-     "hasProperty(Y,size,small), hasProperty(Y,color,yellow), hasProperty(Y,shape,sphere), behind(Y,X)."),
+     "hasProperty(Y,size,small), hasProperty(Y,color,yellow), hasProperty(Y,shape,sphere), behind(Y,X), X!=Y."),
     ("There is another cone that is the same color as the large rubber block; what is it made of?",
      "missing(Q) :- hasProperty(X,material,Q), hasProperty(X,shape,cone), hasProperty(Y,size,large), "
      "hasProperty(Y,material,rubber), hasProperty(Y,shape,cube), X!=Y, same_color(Y,X)."),

@@ -23,6 +23,10 @@ examples". :class:`LLMParser` does the same with any chat backend (:class:`clevr
 4. **Repair**: when a reply fails, the model gets its reply back as an assistant turn and the error in a
    follow-up user turn, at most ``repair_rounds`` times (default 1). A question whose last reply still
    fails gets ``asp_query=None`` and is counted in :attr:`LLMParser.stats` — never guessed.
+5. **Official form**: an accepted query is rewritten by
+   :func:`~clevr_poc.parsing.official_form.to_official_form` (variables X, Y / Y1, Y2, Y3 by hop from X,
+   every pairwise inequality of object variables added, the official literal order), as the official
+   generator writes ``asp_query``; a query outside the six question structures is kept as sanitized.
 
 Backend errors (connection refused, HTTP errors) propagate as
 :class:`~clevr_poc.llm.LLMBackendError`; only :class:`~clevr_poc.llm.PromptTooLongError` (this prompt
@@ -47,6 +51,7 @@ from clevr_poc import domain
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.llm.base import ChatBackend, PromptTooLongError
+from clevr_poc.parsing.official_form import to_official_form
 from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
 
 __all__ = [
@@ -83,7 +88,9 @@ TASK_DESCRIPTION = (
     "- left(Y, X), right(Y, X), front(Y, X), behind(Y, X) mean that X is left of / right of / in front of / "
     "behind Y (" + _RELATION_WORDS + ");\n"
     "- \"the other X with the same P as Y\" is same_P(Y, X), X != Y (P is color, shape, size or material);\n"
-    "- use the variables X, Y, Z, W for different objects.\n"
+    "- X is the object asked about; one other object is Y, several are Y1, Y2, Y3 (Y1 next to X, Y2 next "
+    "to Y1 or to X, ...), and every two different objects are written different: X != Y, or X != Y1, "
+    "Y1 != Y2, X != Y2 (and with Y3: Y2 != Y3, X != Y3, Y1 != Y3).\n"
     "Reply with the rule only, between ### and ###."
 )
 
@@ -243,14 +250,24 @@ def check_query(text: str) -> SanitizedQuery:
     return checked
 
 
+def _official_text(checked: SanitizedQuery) -> str:
+    """The official form of an accepted query (step 5 of the module docstring), or its sanitized text
+    when it has none of the six question structures."""
+    try:
+        return to_official_form(checked)
+    except FormatError:
+        return checked.text
+
+
 # ============================================================================ the parser
 @dataclass(frozen=True)
 class ParseResult:
     """The parse of one question.
 
     Attributes:
-        asp_query: the sanitized ASP query (``missing(Q) :- ... .``, canonical form of
-            :func:`~clevr_poc.reasoning.sanitize_query`), or None when every reply failed.
+        asp_query: the sanitized ASP query (``missing(Q) :- ... .``) in the official form
+            (:func:`~clevr_poc.parsing.official_form.to_official_form`; as sanitized when it has no
+            official form), or None when every reply failed.
         raw: the last reply of the model ("" when no reply came, e.g. a prompt too long).
         error: why the last reply failed (None on success).
         attempts: chat requests made for this question (1 + repair rounds used).
@@ -407,7 +424,7 @@ class LLMParser:
                             {"role": "user", "content": REPAIR_FORMAT.format(error=error)}]
                 continue
             self._count(calls=1, repaired=int(round_index > 0))
-            return ParseResult(checked.text, reply, None, requests, tuple(replies))
+            return ParseResult(_official_text(checked), reply, None, requests, tuple(replies))
         self._count(calls=1, failures=1)
         return ParseResult(None, replies[-1] if replies else "", error, requests, tuple(replies))
 
