@@ -19,13 +19,16 @@ from clevr_poc.errors import ClevrPocError
 _EPILOG = """examples:
   python -m clevr_poc render --dataset clevr-poc --split train --workers 2
   python -m clevr_poc render --dataset clevr-poc --complete --samples 32
-  python -m clevr_poc render --dataset clevr-poc --width 320 --height 320 --samples 512   # official settings
+  python -m clevr_poc render --dataset clevr-poc --samples 512 --no-denoise --no-adaptive  # official settings
+  python -m clevr_poc render --dataset clevr-poc --style ours                # our former look (320x240)
+  python -m clevr_poc render --dataset clevr-poc --assets ~/clevr-poc/image_generation/data  # official files
 """
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``render`` sub-command (sets ``func=run``)."""
-    from clevr_poc.rendering.render import DEFAULT_ENGINE, DEFAULT_HEIGHT, DEFAULT_SAMPLES, DEFAULT_WIDTH
+    from clevr_poc.rendering.render import DEFAULT_ENGINE, DEFAULT_SAMPLES
+    from clevr_poc.rendering.styles import COLOUR_SPACES, DEFAULT_STYLE, STYLE_NAMES
 
     parser = subparsers.add_parser(
         "render",
@@ -41,8 +44,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--complete", action="store_true", help="also render the complete scenes")
     parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="N",
                         help="samples per pixel (default: %(default)s)")
-    parser.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="image width (default: %(default)s)")
-    parser.add_argument("--height", type=int, default=DEFAULT_HEIGHT, help="image height (default: %(default)s)")
+    parser.add_argument("--style", default=DEFAULT_STYLE, choices=STYLE_NAMES,
+                        help="look: official (the released images: 320x320, fixed official camera and lights, "
+                             "official sizes and shaders) or ours (our former look, 320x240) (default: %(default)s)")
+    parser.add_argument("--assets", default=None, metavar="DIR",
+                        help="render with the official image generator's data/ folder (base_scene.blend, shapes/, "
+                             "materials/); the files are read, never copied")
+    parser.add_argument("--width", type=int, default=None, help="image width (default: the style's, official 320)")
+    parser.add_argument("--height", type=int, default=None, help="image height (default: the style's, official 320)")
+    parser.add_argument("--colour-space", default=None, choices=COLOUR_SPACES,
+                        help="colours c/255 as linear values (official) or as sRGB (ours) (default: the style's)")
+    parser.add_argument("--camera-jitter", type=float, default=None, metavar="J",
+                        help="camera position jitter per coordinate, world units (default: the style's; official 0)")
+    parser.add_argument("--light-jitter", type=float, default=None, metavar="J",
+                        help="light position jitter per coordinate, world units (default: the style's; official 0)")
+    parser.add_argument("--cone-lift", type=float, default=0.0, metavar="H",
+                        help="cones float H above the floor (official renders: 0.118; default: 0)")
+    parser.add_argument("--no-denoise", dest="denoise", action="store_false", help="no OpenImageDenoise")
+    parser.add_argument("--no-adaptive", dest="adaptive", action="store_false", help="no adaptive sampling")
     parser.add_argument("--engine", default=DEFAULT_ENGINE, choices=("cycles", "eevee"),
                         help="render engine (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=None,
@@ -67,14 +86,16 @@ def run(args: argparse.Namespace) -> int:
     from clevr_poc.rendering.render import RenderError
 
     for option in ("samples", "width", "height", "workers"):
-        if getattr(args, option) < 1:
+        if getattr(args, option) is not None and getattr(args, option) < 1:
             raise RenderError(f"--{option}: must be >= 1, got {getattr(args, option)}")
     if args.limit is not None and args.limit < 0:
         raise RenderError(f"--limit: must be >= 0, got {args.limit}")
     try:
         summary = render_dataset(
             args.dataset, splits=args.split, complete=args.complete, samples=args.samples, width=args.width,
-            height=args.height, engine=args.engine, seed=args.seed, min_pixels=args.min_pixels,
+            height=args.height, engine=args.engine, style=args.style, colour_space=args.colour_space,
+            camera_jitter=args.camera_jitter, light_jitter=args.light_jitter, cone_lift=args.cone_lift,
+            assets=args.assets, denoise=args.denoise, adaptive=args.adaptive, seed=args.seed, min_pixels=args.min_pixels,
             workers=args.workers, executor=args.executor, ray_address=args.ray_address, overwrite=args.overwrite,
             limit=args.limit, progress=not args.no_progress)
     except ClevrPocError:

@@ -3,18 +3,21 @@
 Only :mod:`clevr_poc.rendering.render` calls into this module; every function imports ``bpy`` itself,
 so importing :mod:`clevr_poc` (or this module) never needs Blender.
 
-The CLEVR look (Johnson et al., CLEVR ``image_generation``; CLEVR-POC paper §3.3 renders "using
-Blender" with CLEVR's assets), rebuilt in code:
+The look is a :class:`clevr_poc.rendering.styles.RenderStyle` (``official``: the released images;
+``ours``: our former look), rebuilt in code:
 
-* a large matte gray ground plane and a dim gray world (ambient light, and something for metal to
-  reflect);
-* three area lights: key (front right, high), fill (front left, low, weak), back (behind, high), each
-  position jittered by U(-j, j) per coordinate (CLEVR ``--key_light_jitter`` etc., default 1.0);
-* two Principled BSDF materials: *rubber* (dielectric, rough) and *metal* (metallic, fairly smooth);
-  the eight CLEVR colours (official ``properties.json``), converted from sRGB to linear;
-* the shapes of :mod:`clevr_poc.rendering.shapes`, with exact per-vertex normals;
-* 'Standard' view transform (plain sRGB, like CLEVR's Blender 2.78 renders; Blender 5's default AgX
-  would wash the colours out).
+* a large ground plane (official: no material, Blender's default grey diffuse; ours: matte grey) and the
+  style's world (official: strength 0, no ambient light; ours: dim grey);
+* three area lights aimed at the origin: key (front right), fill (front left, weak), back (behind), at
+  the style's positions, each jittered by U(-j, j) per coordinate when asked (CLEVR
+  ``--key_light_jitter`` etc.; the official CLEVR-POC code does not jitter);
+* materials: the official node groups ``Rubber``/``MyMetal`` (:mod:`clevr_poc.rendering.shaders`, or
+  the official files with ``--assets``) or ours (Principled BSDF *rubber*, rough dielectric, and
+  *metal*); the eight CLEVR colours (official ``properties.json``) as ``c / 255`` linear values
+  (official) or converted from sRGB to linear (ours);
+* the shapes of :mod:`clevr_poc.rendering.shapes`, with exact per-vertex normals (or flat shading);
+* 'Standard' view transform, display sRGB (the official setting; Blender 5's default AgX would wash the
+  colours out).
 """
 
 from __future__ import annotations
@@ -31,19 +34,14 @@ import numpy as np
 from clevr_poc import domain
 from clevr_poc.rendering.geometry import SENSOR_MM, Camera
 from clevr_poc.rendering.shapes import Mesh
+from clevr_poc.rendering.styles import OURS, Light
 
 #: Render engines: our name -> Blender's.
 ENGINES = {"cycles": "CYCLES", "eevee": "BLENDER_EEVEE"}
 
-#: Light rig (world units, watts, metres): nominal position, power, size of the square area light.
-LIGHTS: dict[str, tuple[tuple[float, float, float], float, float]] = {
-    "key": ((14.0, -7.0, 16.0), 3000.0, 4.0),
-    "fill": ((-9.0, -9.0, 6.0), 500.0, 3.0),
-    "back": ((-2.0, 10.0, 12.0), 900.0, 3.0),
-}
-#: Linear RGB of the ground and of the world (background) colour.
-GROUND_RGB = (0.42, 0.42, 0.42)
-WORLD_RGB = (0.1, 0.1, 0.1)
+#: Linear RGB of the ground and of the world (background) colour of the ``ours`` style.
+GROUND_RGB = OURS.ground_rgb
+WORLD_RGB = OURS.world_rgb
 #: Principled BSDF settings of the two materials.
 RUBBER = {"Metallic": 0.0, "Roughness": 0.75, "Specular IOR Level": 0.35}
 METAL = {"Metallic": 1.0, "Roughness": 0.15}
@@ -68,11 +66,23 @@ def srgb_to_linear(rgb255: Sequence[int]) -> tuple[float, float, float]:
     return out[0], out[1], out[2]
 
 
-def light_positions(rng: np.random.Generator | None, jitter: float) -> dict[str, tuple[float, float, float]]:
+def colour_rgb(color: str, colour_space: str) -> tuple[float, float, float]:
+    """Shader colour (linear 0..1) of a CLEVR colour name: ``c / 255`` as is (``linear``, official) or
+    read as sRGB and converted (``srgb``, ours). Raises KeyError for an unknown colour or colour space."""
+    rgb = domain.COLOR_RGB[color]
+    if colour_space == "linear":
+        return rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0
+    if colour_space == "srgb":
+        return srgb_to_linear(rgb)
+    raise KeyError(f"unknown colour space {colour_space!r}")
+
+
+def light_positions(rng: np.random.Generator | None, jitter: float, lights: Sequence[Light] = OURS.lights
+                    ) -> dict[str, tuple[float, float, float]]:
     """Light positions, each coordinate moved by U(-jitter, jitter) when ``rng`` is given (key, fill, back order)."""
     out = {}
-    for name, (pos, _, _) in LIGHTS.items():
-        p = np.asarray(pos, dtype=float)
+    for light in lights:
+        name, p = light.name, np.asarray(light.location, dtype=float)
         if rng is not None and jitter > 0:
             p = p + rng.uniform(-jitter, jitter, size=3)
         out[name] = (float(p[0]), float(p[1]), float(p[2]))
@@ -138,13 +148,13 @@ def configure(*, engine: str, width: int, height: int, samples: int, denoise: bo
             eevee.use_shadows = True
 
 
-def add_world() -> None:
+def add_world(rgb: Sequence[float] = WORLD_RGB, strength: float = 1.0) -> None:
     import bpy
 
     world = bpy.data.worlds.new("World")  # Blender 5: new worlds and materials come with their node trees
     background = world.node_tree.nodes.get("Background")
-    background.inputs["Color"].default_value = (*WORLD_RGB, 1.0)
-    background.inputs["Strength"].default_value = 1.0
+    background.inputs["Color"].default_value = (*rgb, 1.0)
+    background.inputs["Strength"].default_value = strength
     bpy.context.scene.world = world
 
 
@@ -159,27 +169,31 @@ def _principled(name: str, rgb: Sequence[float], settings: dict) -> "object":
     return material
 
 
-def add_ground(size: float = 200.0) -> None:
-    """A square ground plane at z = 0, ``size`` units wide, matte gray."""
+def add_ground(size: float = 200.0, rgb: Sequence[float] | None = GROUND_RGB) -> None:
+    """A square ground plane at z = 0, ``size`` units wide: matte ``rgb`` grey, or without material
+    (Blender's default surface, grey diffuse) when ``rgb`` is None."""
     import bpy
 
     h = size / 2
     mesh = bpy.data.meshes.new("Ground")
     mesh.from_pydata([(-h, -h, 0.0), (h, -h, 0.0), (h, h, 0.0), (-h, h, 0.0)], [], [(0, 1, 2, 3)])
-    mesh.materials.append(_principled("Ground", GROUND_RGB, {"Roughness": 0.9, "Specular IOR Level": 0.2}))
+    if rgb is not None:
+        mesh.materials.append(_principled("Ground", rgb, {"Roughness": 0.9, "Specular IOR Level": 0.2}))
     obj = bpy.data.objects.new("Ground", mesh)
     bpy.context.scene.collection.objects.link(obj)
 
 
-def add_lights(positions: dict[str, tuple[float, float, float]]) -> None:
-    """Area lights of :data:`LIGHTS` at ``positions``, each pointing at the origin."""
+def add_lights(positions: dict[str, tuple[float, float, float]], lights: Sequence[Light] = OURS.lights) -> None:
+    """Square area lights ``lights`` (energy, size, colour) at ``positions``, each pointing at the origin."""
     import bpy
     from mathutils import Vector
 
-    for name, (_, power, size) in LIGHTS.items():
+    for spec in lights:
+        name = spec.name
         light = bpy.data.lights.new(name, type="AREA")
-        light.energy = power
-        light.size = size
+        light.energy = spec.energy
+        light.size = spec.size
+        light.color = spec.colour
         obj = bpy.data.objects.new(name, light)
         obj.location = positions[name]
         obj.rotation_euler = (-Vector(positions[name])).to_track_quat("-Z", "Y").to_euler()
@@ -205,22 +219,40 @@ def add_camera(camera: Camera) -> None:
     bpy.context.scene.camera = obj
 
 
-def add_objects(objects: Sequence[BlenderObject]) -> None:
+def object_material(color: str, material: str, *, shaders: str, colour_space: str):
+    """A new material of ``material`` (rubber/metal) in ``color``: a ``Rubber``/``MyMetal`` group node
+    (``shaders="official"``; the groups must exist, :func:`shaders.ensure_official_groups`) or a
+    Principled BSDF (``"principled"``)."""
+    from clevr_poc.rendering import shaders as _shaders
+
+    rgb = colour_rgb(color, colour_space)
+    if shaders == "official":
+        return _shaders.group_material(f"{color}_{material}", _shaders.GROUP_NAMES[material], (*rgb, 1.0))
+    return _principled(f"{color}_{material}", rgb, METAL if material == "metal" else RUBBER)
+
+
+def add_objects(objects: Sequence[BlenderObject], *, shaders: str = "principled", colour_space: str = "srgb"
+                ) -> None:
     """Mesh objects with their materials (one material per colour x material pair)."""
     import bpy
 
+    if shaders == "official":
+        from clevr_poc.rendering.shaders import ensure_official_groups
+
+        ensure_official_groups()
     materials: dict[tuple[str, str], object] = {}
     for k, item in enumerate(objects):
         key = (item.color, item.material)
         if key not in materials:
-            settings = METAL if item.material == "metal" else RUBBER
-            materials[key] = _principled(f"{item.color}_{item.material}",
-                                         srgb_to_linear(domain.COLOR_RGB[item.color]), settings)
+            materials[key] = object_material(item.color, item.material, shaders=shaders, colour_space=colour_space)
         mesh = bpy.data.meshes.new(f"object_{k}")
         mesh.from_pydata(item.mesh.vertices.tolist(), [], item.mesh.triangles.tolist())
         mesh.update()
-        mesh.shade_smooth()
-        mesh.normals_split_custom_set_from_vertices(item.mesh.normals.tolist())
+        if item.mesh.smooth:
+            mesh.shade_smooth()
+            mesh.normals_split_custom_set_from_vertices(item.mesh.normals.tolist())
+        else:
+            mesh.shade_flat()
         mesh.materials.append(materials[key])
         obj = bpy.data.objects.new(f"object_{k}", mesh)
         obj.pass_index = item.pass_index

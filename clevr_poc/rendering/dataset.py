@@ -40,13 +40,12 @@ from typing import Any, Iterable, Sequence
 from clevr_poc.errors import FormatError
 from clevr_poc.rendering.render import (
     DEFAULT_ENGINE,
-    DEFAULT_HEIGHT,
     DEFAULT_SAMPLES,
-    DEFAULT_WIDTH,
     RenderError,
     bpy_available,
     render_scene,
 )
+from clevr_poc.rendering.styles import DEFAULT_STYLE
 from clevr_poc.scene import Scene
 
 #: Scene kinds (sub-folders of a dataset folder).
@@ -232,9 +231,17 @@ def render_dataset(
     splits: Sequence[str] | None = None,
     complete: bool = False,
     samples: int = DEFAULT_SAMPLES,
-    width: int = DEFAULT_WIDTH,
-    height: int = DEFAULT_HEIGHT,
+    width: int | None = None,
+    height: int | None = None,
     engine: str = DEFAULT_ENGINE,
+    style: str = DEFAULT_STYLE,
+    colour_space: str | None = None,
+    camera_jitter: float | None = None,
+    light_jitter: float | None = None,
+    cone_lift: float = 0.0,
+    assets: str | os.PathLike[str] | None = None,
+    denoise: bool = True,
+    adaptive: bool = True,
     seed: int | None = None,
     min_pixels: int | None = None,
     workers: int = 1,
@@ -249,6 +256,9 @@ def render_dataset(
 
     Each worker renders with ``os.cpu_count() // workers`` Blender threads (local executor). ``seed``
     None (default) is the dataset's seed (:func:`dataset_seed`), the one ``generate`` checked visibility with.
+    ``style``, ``width``/``height`` (None: the style's size), ``colour_space``, ``camera_jitter``,
+    ``light_jitter`` (None: the style's), ``cone_lift``, ``assets``, ``denoise`` and ``adaptive`` are those of
+    :func:`render_scene`.
 
     Raises:
         FormatError: see :func:`plan_tasks`.
@@ -260,7 +270,13 @@ def render_dataset(
     threads = max(1, default_workers() // workers) if executor == "local" else 0
     stale = remove_stale_temp_files(dataset, kinds=KINDS if complete else KINDS[:1])
     settings = {"samples": samples, "width": width, "height": height, "engine": engine, "min_pixels": min_pixels,
-                "threads": threads}
+                "threads": threads, "style": style, "colour_space": colour_space, "camera_jitter": camera_jitter,
+                "light_jitter": light_jitter, "cone_lift": cone_lift, "denoise": denoise, "adaptive": adaptive,
+                "assets": None if assets is None else str(assets)}
+    if assets is not None:
+        from clevr_poc.rendering.assets import find_assets
+
+        find_assets(assets)  # the typed error naming the missing file, before any worker starts
     tasks, done = plan_tasks(dataset, splits=splits, complete=complete, seed=seed, overwrite=overwrite, limit=limit,
                              settings=settings)
     # fail before starting workers; not by importing bpy here: spawned workers would inherit the

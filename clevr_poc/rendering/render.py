@@ -2,9 +2,22 @@
 
 Paper §3.3: a scene graph is rendered with Blender; the partial scene's image is rendered from the
 partial scene graph (the hidden object is simply absent). Render the complete and the partial scene
-with the same ``seed``: camera and lights are drawn from it, and object rotations come from the
-objects themselves (``extra['rotation']``, or a hash of the object when absent), so the two images
-differ only by the hidden object.
+with the same ``seed``: camera and lights are drawn from it (when jittered), and object rotations come
+from the objects themselves (``extra['rotation']``, or a hash of the object when absent), so the two
+images differ only by the hidden object.
+
+The look is a named style (:mod:`clevr_poc.rendering.styles`): ``official`` (default: the released
+images, 320 x 320, fixed official camera and lights, cubes not shrunk, linear colours, the official
+shaders) or ``ours`` (our former look, unchanged). ``assets=DIR`` renders with the official
+``data/`` files instead of the procedural scene, meshes and shaders (:mod:`clevr_poc.rendering.assets`).
+
+Cones: the official generator appends each shape at the location stored in its ``.blend`` file and
+then *moves* it by (x, y, r); the official ``Cone`` is stored at (0.734, -0.477, 0.118), so official
+cones come out shifted by that offset and floating 0.118 above the floor. We place every object, cones
+included, at its layout position resting on the floor (``3d_coords`` = where it is drawn, and the
+regions and relations the questions were made from stay true); ``cone_lift`` lifts cones by a given
+height (:data:`OFFICIAL_CONE_LIFT` reproduces the floating look, e.g. to vary training images; the
+recorded ``3d_coords`` z follows).
 
 Ground truth written into the returned scene (official keys plus CLEVR-style extras)::
 
@@ -37,12 +50,16 @@ import numpy as np
 
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.rendering import masks as _masks
-from clevr_poc.rendering.geometry import DEFAULT_CAMERA_JITTER, Camera, default_camera, project
+from clevr_poc.rendering.geometry import SENSOR_MM, Camera, camera_preset, default_camera, look_at, project
 from clevr_poc.rendering.shapes import Mesh, object_mesh, object_scale
+from clevr_poc.rendering.styles import DEFAULT_STYLE, STYLE_NAMES, RenderStyle, get_style
 from clevr_poc.scene import Scene, SceneObject
 
-#: Default image size (CLEVR-POC official: 320 x 320, see benchmarks/render.py).
-DEFAULT_WIDTH, DEFAULT_HEIGHT = 320, 240
+#: Default image size: the official 320 x 320 (the ``official`` style's; ``ours``: 320 x 240).
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 320, 320
+#: Height (world units) the official cones float at (their ``.blend`` stores the object at z = 0.118 and
+#: the official code moves it up by r; module doc). Pass as ``cone_lift`` to reproduce it.
+OFFICIAL_CONE_LIFT = 0.118
 #: Default path-tracing samples per pixel (Cycles; with OpenImageDenoise). See docs/rendering.md: at
 #: 320 x 240 on 2 CPU cores, 8 samples + OIDN take about 1.4 s and reach 45.5 dB PSNR against a 512-sample
 #: render, the same by eye as 16 samples (2.2 s, 46.9 dB); the shipped perception model was trained on
@@ -51,7 +68,7 @@ DEFAULT_SAMPLES = 8
 #: Default engine (see docs/rendering.md for the measurements behind the choice).
 DEFAULT_ENGINE = "cycles"
 ENGINE_NAMES: tuple[str, ...] = ("cycles", "eevee")
-#: Light jitter: each light coordinate moves by U(-j, j) (CLEVR ``--key_light_jitter`` etc.).
+#: Light jitter of the ``ours`` style: each light coordinate moves by U(-j, j) (CLEVR ``--key_light_jitter``).
 DEFAULT_LIGHT_JITTER = 1.0
 #: Minimum visible pixels of an object at 320 x 240, scaled with the image area for other sizes. An
 #: unoccluded small cone at the far corner of region 0 covers about 80 pixels at 320 x 240.
@@ -154,10 +171,27 @@ def _rng(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, stream]))
 
 
-def scene_camera(seed: int = 0, *, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT,
-                 jitter: float = DEFAULT_CAMERA_JITTER) -> Camera:
-    """The camera :func:`render_scene` uses for ``seed`` (default framing, jittered from the seed)."""
-    return default_camera(width, height, rng=_rng(seed, 1), jitter=jitter)
+def scene_camera(seed: int = 0, *, width: int | None = None, height: int | None = None,
+                 jitter: float | None = None, style: str | RenderStyle = DEFAULT_STYLE) -> Camera:
+    """The camera :func:`render_scene` uses for ``seed``: the style's camera preset at ``width`` x
+    ``height`` (default: the style's size), its position jittered by U(-jitter, jitter) per coordinate
+    from the seed (default: the style's jitter; official 0, ours 0.5), still aimed at the origin.
+
+    Raises:
+        FormatError: unknown style.
+    """
+    st = get_style(style)
+    width = st.width if width is None else width
+    height = st.height if height is None else height
+    jitter = st.camera_jitter if jitter is None else jitter
+    if st.camera == "ours":  # exactly the former camera (same draws from the same seed)
+        return default_camera(width, height, rng=_rng(seed, 1), jitter=jitter)
+    camera = camera_preset(st.camera, width, height)
+    if not jitter > 0:
+        return camera
+    position = camera.position + _rng(seed, 1).uniform(-jitter, jitter, size=3)
+    focal_mm = camera.K[0, 0] / max(width, height) * SENSOR_MM
+    return look_at(position, (0.0, 0.0, 0.0), width=width, height=height, focal_mm=focal_mm)
 
 
 def object_rotation(obj: SceneObject) -> float:
@@ -187,12 +221,29 @@ def _object_xy(obj: SceneObject, index: int) -> tuple[float, float]:
     return x, y
 
 
-def scene_meshes(scene: Scene) -> list[Mesh]:
-    """World meshes of the scene's objects (index order); raises :class:`FormatError` without positions."""
+def _lift(shape: str, cone_lift: float) -> float:
+    return float(cone_lift) if shape == "cone" else 0.0
+
+
+def scene_meshes(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone_lift: float = 0.0,
+                 unit_meshes: dict[str, Mesh] | None = None) -> list[Mesh]:
+    """World meshes of the scene's objects (index order) in ``style`` (its mesh set and cube scale);
+    ``unit_meshes`` (shape -> unit mesh) replaces the style's meshes (the official files' hulls, ``assets``).
+
+    Raises:
+        FormatError: an object without position, or an unknown style.
+    """
+    st = get_style(style)
     meshes = []
     for i, obj in enumerate(scene.objects):
         x, y = _object_xy(obj, i)
-        meshes.append(object_mesh(obj.shape, obj.size, x, y, object_rotation(obj)))
+        offset = (0.0, 0.0, _lift(obj.shape, cone_lift))
+        if unit_meshes is not None:
+            s = object_scale(obj.shape, obj.size, shrink_cube=st.shrink_cube)
+            meshes.append(unit_meshes[obj.shape].transformed(s, object_rotation(obj), (x, y, s + offset[2])))
+        else:
+            meshes.append(object_mesh(obj.shape, obj.size, x, y, object_rotation(obj), mesh_set=st.meshes,
+                                      shrink_cube=st.shrink_cube, offset=offset))
     return meshes
 
 
@@ -215,28 +266,32 @@ def visibility_report(index_map: np.ndarray, meshes: Sequence[Mesh], camera: Cam
     return VisibilityReport(int(min_pixels), pixels, tuple(footprints), tuple(offending))
 
 
-def check_visibility(scene: Scene, *, seed: int = 0, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT,
-                     camera: Camera | None = None, min_pixels: int | None = None) -> VisibilityReport:
+def check_visibility(scene: Scene, *, seed: int = 0, width: int | None = None, height: int | None = None,
+                     camera: Camera | None = None, min_pixels: int | None = None,
+                     style: str | RenderStyle = DEFAULT_STYLE, cone_lift: float = 0.0) -> VisibilityReport:
     """Whether every object of ``scene`` covers at least ``min_pixels`` pixels (no Blender needed).
 
-    The camera is ``camera`` or the one :func:`render_scene` would use for ``seed`` (so a generator can
-    check a layout before anything is rendered, and re-place the objects when ``report.ok`` is False).
-    Checking the complete scene suffices for its partial scene: removing an object only uncovers pixels.
+    The camera is ``camera`` or the one :func:`render_scene` would use for ``seed`` and ``style`` (so a
+    generator can check a layout before anything is rendered, and re-place the objects when
+    ``report.ok`` is False). Checking the complete scene suffices for its partial scene: removing an
+    object only uncovers pixels.
     """
-    camera = camera or scene_camera(seed, width=width, height=height)
+    camera = camera or scene_camera(seed, width=width, height=height, style=style)
     minimum = default_min_pixels(camera.width, camera.height) if min_pixels is None else int(min_pixels)
-    meshes = scene_meshes(scene)
+    meshes = scene_meshes(scene, style, cone_lift=cone_lift)
     footprints = _masks.mesh_footprints(meshes, camera)
     return visibility_report(_masks.instance_index_map(meshes, camera, footprints), meshes, camera, minimum,
                              footprints)
 
 
-def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: dict[str, Any]) -> Scene:
+def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: dict[str, Any],
+             style: str | RenderStyle = DEFAULT_STYLE, cone_lift: float = 0.0) -> Scene:
     """``scene`` with the ground truth of the module doc (positions, projections, masks, camera)."""
+    st = get_style(style)
     objects = []
     for i, obj in enumerate(scene.objects):
         x, y = _object_xy(obj, i)
-        z = object_scale(obj.shape, obj.size)
+        z = object_scale(obj.shape, obj.size, shrink_cube=st.shrink_cube) + _lift(obj.shape, cone_lift)
         mask = index_map == i
         bbox = _masks.mask_bbox(mask)
         extra = dict(obj.extra)
@@ -317,15 +372,19 @@ def render_scene(
     scene: Scene,
     out_png: str | os.PathLike[str],
     *,
-    width: int = DEFAULT_WIDTH,
-    height: int = DEFAULT_HEIGHT,
+    style: str | RenderStyle = DEFAULT_STYLE,
+    width: int | None = None,
+    height: int | None = None,
     samples: int = DEFAULT_SAMPLES,
     engine: str = DEFAULT_ENGINE,
     seed: int = 0,
     denoise: bool = True,
     adaptive: bool = True,
-    camera_jitter: float = DEFAULT_CAMERA_JITTER,
-    light_jitter: float = DEFAULT_LIGHT_JITTER,
+    camera_jitter: float | None = None,
+    light_jitter: float | None = None,
+    colour_space: str | None = None,
+    cone_lift: float = 0.0,
+    assets: str | os.PathLike[str] | None = None,
     min_pixels: int | None = None,
     relayout: Callable[[Scene, VisibilityReport, int], Scene] | None = None,
     max_relayouts: int = DEFAULT_MAX_RELAYOUTS,
@@ -339,15 +398,26 @@ def render_scene(
     Args:
         scene: objects with ``3d_coords`` (x, y used; z is recomputed so that objects rest on the ground).
         out_png: output path; parent folders are created.
-        width, height: image size in pixels (landscape or square).
+        style: ``"official"`` (default) or ``"ours"`` (:mod:`clevr_poc.rendering.styles`), or a
+            :class:`RenderStyle`; the defaults of the arguments below marked *(style)* come from it.
+        width, height: image size in pixels (*style*: official 320 x 320, ours 320 x 240).
         samples: samples per pixel (Cycles path tracing / EEVEE anti-aliasing), >= 1.
         engine: ``"cycles"`` (CPU path tracing) or ``"eevee"`` (rasteriser; needs OpenGL, very slow on a
             software OpenGL, see docs/rendering.md).
         seed: draws the camera jitter, the light jitter and Cycles' sampling pattern.
         denoise: OpenImageDenoise on the Cycles image.
-        adaptive: Cycles adaptive sampling (noise threshold 0.02; ``samples`` is then a maximum). CLEVR's
-            Blender 2.78 had none: pass False (and ``denoise=False``) to reproduce its settings.
-        camera_jitter, light_jitter: uniform jitter per coordinate (world units); 0 disables.
+        adaptive: Cycles adaptive sampling (noise threshold 0.02; ``samples`` is then a maximum). The
+            official renders (Blender 2.78) had none: pass False (and ``denoise=False``, 512 samples) to
+            reproduce their settings.
+        camera_jitter, light_jitter: uniform jitter per coordinate, world units, >= 0 (*style*: official
+            0 and 0, ours 0.5 and 1.0).
+        colour_space: ``"linear"`` (``c / 255`` as linear values, official) or ``"srgb"`` (``c / 255``
+            converted from sRGB, ours) (*style*).
+        cone_lift: cones float this high above the floor (world units, >= 0; module doc; official
+            renders: :data:`OFFICIAL_CONE_LIFT`).
+        assets: an official CLEVR(-POC) ``data/`` folder (``base_scene.blend``, ``shapes/``,
+            ``materials/``): render with those files (:mod:`clevr_poc.rendering.assets`); their camera,
+            lights and meshes then replace the style's (masks follow the files' meshes).
         min_pixels: visibility threshold (default :func:`default_min_pixels`).
         relayout: called as ``relayout(scene, report, attempt)`` when an object is under ``min_pixels``;
             returns a re-placed scene, checked again; at most ``max_relayouts`` calls (counted in
@@ -361,44 +431,75 @@ def render_scene(
     writing the image (Blender itself would swallow the interrupt; see :func:`_deferred_interrupt`).
 
     Raises:
-        FormatError: an object without ``3d_coords``, or a bad ``rotation``.
+        FormatError: an object without ``3d_coords``, a bad ``rotation``, an unknown style or colour space.
         RenderError: bad settings, ``bpy`` not installed, or Blender failed.
+        clevr_poc.rendering.assets.AssetsError: ``assets`` is not an official ``data/`` folder (names the
+            missing file).
     """
     from clevr_poc.rendering import blender as _blender
 
     start = time.perf_counter()
+    st = get_style(style, colour_space=colour_space)
+    width = st.width if width is None else width
+    height = st.height if height is None else height
+    camera_jitter = st.camera_jitter if camera_jitter is None else camera_jitter
+    light_jitter = st.light_jitter if light_jitter is None else light_jitter
     if engine not in ENGINE_NAMES:
         raise RenderError(f"unknown engine {engine!r}; expected one of {list(ENGINE_NAMES)}")
     for name, value in (("width", width), ("height", height), ("samples", samples)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise RenderError(f"{name} must be a positive integer, got {value!r}")
+    for name, value in (("camera_jitter", camera_jitter), ("light_jitter", light_jitter), ("cone_lift", cone_lift)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 10:
+            raise RenderError(f"{name} must be a number in [0, 10] (world units), got {value!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise RenderError(f"seed must be an integer, got {seed!r}")
     if index_pass and engine != "cycles":
         raise RenderError("the object-index pass is only available with engine='cycles'")
     out_png = Path(out_png)
-    camera = scene_camera(seed, width=width, height=height, jitter=camera_jitter)
     minimum = default_min_pixels(width, height) if min_pixels is None else int(min_pixels)
+    official_files = None
+    if assets is not None:
+        from clevr_poc.rendering import assets as _assets
+
+        files = _assets.find_assets(assets)  # typed error naming the missing file, before bpy
+        _import_bpy()
+        with _blender.quiet_stdout(quiet):
+            official_files = _assets.read_assets(files, width=width, height=height)
+        camera = official_files.camera
+        if camera_jitter > 0:
+            camera = look_at(camera.position + _rng(seed, 1).uniform(-camera_jitter, camera_jitter, size=3),
+                             (0.0, 0.0, 0.0), width=width, height=height,
+                             focal_mm=camera.K[0, 0] / max(width, height) * SENSOR_MM)
+        lights_spec = official_files.lights
+    else:
+        camera = scene_camera(seed, width=width, height=height, jitter=camera_jitter, style=st)
+        lights_spec = st.lights
+    unit_meshes = None if official_files is None else official_files.unit_meshes
 
     mask_start = time.perf_counter()
-    meshes = scene_meshes(scene)
+    meshes = scene_meshes(scene, st, cone_lift=cone_lift, unit_meshes=unit_meshes)
     index_map = _masks.instance_index_map(meshes, camera)
     report = visibility_report(index_map, meshes, camera, minimum)
     relayouts = 0
     while not report.ok and relayout is not None and relayouts < max_relayouts:
         relayouts += 1
         scene = relayout(scene, report, relayouts)
-        meshes = scene_meshes(scene)
+        meshes = scene_meshes(scene, st, cone_lift=cone_lift, unit_meshes=unit_meshes)
         index_map = _masks.instance_index_map(meshes, camera)
         report = visibility_report(index_map, meshes, camera, minimum)
     mask_seconds = time.perf_counter() - mask_start
 
-    lights = _blender.light_positions(_rng(seed, 2), light_jitter)
+    lights = _blender.light_positions(_rng(seed, 2), light_jitter, lights_spec)
     info = {"engine": engine, "samples": samples, "denoise": bool(denoise and engine == "cycles"),
             "adaptive": bool(adaptive and engine == "cycles"), "seed": seed,
             "width": width, "height": height,
             "lights": {k: [round(c, 6) for c in v] for k, v in lights.items()}}
-    annotated = annotate(scene, camera, index_map, info)
+    if st.name != "ours" or official_files is not None:  # 'ours' scene files stay as they were
+        info.update({"style": st.name, "colour_space": st.colour_space, "camera_jitter": camera_jitter,
+                     "light_jitter": light_jitter, "cone_lift": cone_lift,
+                     "assets": None if official_files is None else str(official_files.files.root)})
+    annotated = annotate(scene, camera, index_map, info, st, cone_lift)
     stats_kw = dict(engine=engine, samples=samples, width=width, height=height,
                     denoise=info["denoise"], relayouts=relayouts)
     if skip_invisible and not report.ok:
@@ -413,14 +514,18 @@ def render_scene(
                for k, (mesh, obj) in enumerate(zip(meshes, scene.objects))]
     try:
         with _deferred_interrupt() as interrupted, _blender.quiet_stdout(quiet):
-            _blender.reset()
+            if official_files is not None:
+                _assets.build_scene(official_files, scene, lights, camera, st, cone_lift)
+            else:
+                _blender.reset()
             _blender.configure(engine=engine, width=width, height=height, samples=samples,
                                denoise=info["denoise"], adaptive=adaptive, seed=seed, threads=threads)
-            _blender.add_world()
-            _blender.add_ground()
-            _blender.add_lights(lights)
-            _blender.add_camera(camera)
-            _blender.add_objects(objects)
+            if official_files is None:
+                _blender.add_world(st.world_rgb, st.world_strength)
+                _blender.add_ground(rgb=st.ground_rgb)
+                _blender.add_lights(lights, st.lights)
+                _blender.add_camera(camera)
+                _blender.add_objects(objects, shaders=st.shaders, colour_space=st.colour_space)
             passes = _blender.render_png(tmp, index_pass=index_pass)
         if interrupted:  # Ctrl-C during the render: drop this image (the finally removes the temp file)
             raise KeyboardInterrupt

@@ -15,12 +15,20 @@ of ``data/shapes/*.blend`` span [-1, 1] on every axis and are scaled by the obje
 
 World placement (CLEVR ``render_images.py``/``utils.add_object``): the unit shape is scaled by ``s`` and
 rotated by ``rotation`` degrees about the vertical axis; its centre is at ``(x, y, s)`` so that it rests
-on the ground. ``s`` is the size's radius (:data:`clevr_poc.domain.SIZE_RADIUS`), divided by sqrt(2) for
-cubes (CLEVR: ``if shape == 'Cube': r /= math.sqrt(2)``) so that every object's footprint fits in a
-circle of that radius whatever its rotation.
+on the ground. ``s`` is the size's radius (:data:`clevr_poc.domain.SIZE_RADIUS`). CLEVR means to divide
+it by sqrt(2) for cubes (``if shape_name == 'Cube': r /= math.sqrt(2)``), but its shape names are lower
+case, so the official CLEVR-POC cubes keep the full radius (``shrink_cube=False``, the default); the
+``ours`` style shrinks them (``shrink_cube=True``: every footprint fits in its size's circle).
+
+Two mesh sets (``mesh_set``):
+
+* ``official`` (default): the official shapes' look: bevelled cube (:data:`CUBE_BEVEL`), UV sphere and
+  bevelled cylinder with 64 segments, and a *flat-shaded* cone with 32 sides (the official ``Cone``
+  has 33 vertices and flat shading);
+* ``ours``: the meshes this project rendered before (40 segments, a smooth-shaded cone).
 
 Every vertex carries its exact surface normal (rounded surfaces shade smoothly, flat faces stay flat,
-the cone's base edge and apex stay sharp).
+the cone's base edge and apex stay sharp); ``Mesh.smooth`` False asks for flat shading instead.
 """
 
 from __future__ import annotations
@@ -37,11 +45,18 @@ from clevr_poc import domain
 CUBE_BEVEL = 0.1
 #: Rim radius of the cylinder, in units of its radius.
 CYLINDER_BEVEL = 0.06
-#: Segments around the vertical axis (sphere, cylinder, cone) and rings of the sphere.
+#: Segments around the vertical axis (sphere, cylinder, cone) and rings of the sphere (``ours`` meshes).
 SEGMENTS = 40
 SPHERE_RINGS = 20
-#: Steps per 45 degrees of a rounded edge.
+#: Steps per 45 degrees of a rounded edge (``ours`` meshes).
 BEVEL_STEPS = 3
+#: The ``official`` mesh set: segments and rings of sphere and cylinder, bevel steps, cone sides.
+OFFICIAL_SEGMENTS = 64
+OFFICIAL_SPHERE_RINGS = 32
+OFFICIAL_BEVEL_STEPS = 4
+OFFICIAL_CONE_SIDES = 32
+#: Mesh sets (:mod:`clevr_poc.rendering.styles`).
+MESH_SETS: tuple[str, ...] = ("official", "ours")
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,11 +67,13 @@ class Mesh:
         vertices: float64 (V, 3), world or object units.
         normals: float64 (V, 3), unit outward surface normals per vertex.
         triangles: int64 (F, 3), vertex indices, counter-clockwise seen from outside (normals out).
+        smooth: shade with the vertex normals (True) or flat, one normal per face (False).
     """
 
     vertices: np.ndarray
     normals: np.ndarray
     triangles: np.ndarray
+    smooth: bool = True
 
     def transformed(self, scale: float, rotation_deg: float, location: tuple[float, float, float]) -> "Mesh":
         """Scale uniformly, rotate about +z by ``rotation_deg`` degrees (counter-clockwise seen from above),
@@ -64,7 +81,7 @@ class Mesh:
         a = math.radians(rotation_deg)
         Rz = np.array([[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0], [0.0, 0.0, 1.0]])
         vertices = (self.vertices * scale) @ Rz.T + np.asarray(location, dtype=float)
-        return Mesh(vertices, self.normals @ Rz.T, self.triangles)
+        return Mesh(vertices, self.normals @ Rz.T, self.triangles, self.smooth)
 
     def planes(self) -> tuple[np.ndarray, np.ndarray]:
         """Face planes ``n . x <= d`` bounding the (convex) solid: unit normals (F, 3) and offsets (F,)."""
@@ -74,7 +91,7 @@ class Mesh:
         return n, np.einsum("ij,ij->i", n, a)
 
 
-def _finish(vertices: np.ndarray, normals: np.ndarray, triangles: np.ndarray) -> Mesh:
+def _finish(vertices: np.ndarray, normals: np.ndarray, triangles: np.ndarray, smooth: bool = True) -> Mesh:
     """Drop degenerate triangles and orient the rest outwards (the solids are convex around the origin)."""
     a, b, c = (vertices[triangles[:, k]] for k in range(3))
     cross = np.cross(b - a, c - a)
@@ -85,10 +102,11 @@ def _finish(vertices: np.ndarray, normals: np.ndarray, triangles: np.ndarray) ->
     flip = np.einsum("ij,ij->i", cross, centroid) < 0
     triangles[flip] = triangles[flip][:, [0, 2, 1]]
     return Mesh(vertices.astype(np.float64), normals / np.linalg.norm(normals, axis=1, keepdims=True),
-                triangles.astype(np.int64))
+                triangles.astype(np.int64), smooth)
 
 
-def _revolve(profile: list[tuple[float, float, float, float]], segments: int = SEGMENTS) -> Mesh:
+def _revolve(profile: list[tuple[float, float, float, float]], segments: int = SEGMENTS, smooth: bool = True
+             ) -> Mesh:
     """Surface of revolution about z of a profile of (rho, z, normal_rho, normal_z) points, top to bottom.
 
     Two consecutive profile points at the same position make a sharp edge (no faces between them).
@@ -111,7 +129,7 @@ def _revolve(profile: list[tuple[float, float, float, float]], segments: int = S
         b0, b1 = (i + 1) * segments + k, (i + 1) * segments + k1
         tris.append(np.stack([a0, b0, b1], axis=1))
         tris.append(np.stack([a0, b1, a1], axis=1))
-    return _finish(vertices, normals, np.concatenate(tris))
+    return _finish(vertices, normals, np.concatenate(tris), smooth)
 
 
 def _arc(center: tuple[float, float], radius: float, start_deg: float, stop_deg: float, steps: int):
@@ -121,37 +139,37 @@ def _arc(center: tuple[float, float], radius: float, start_deg: float, stop_deg:
     return out
 
 
-def _sphere() -> Mesh:
+def _sphere(segments: int = SEGMENTS, rings: int = SPHERE_RINGS) -> Mesh:
     profile = []
-    for phi in np.linspace(0.0, math.pi, SPHERE_RINGS + 1):
+    for phi in np.linspace(0.0, math.pi, rings + 1):
         s, c = math.sin(phi), math.cos(phi)
         profile.append((s, c, s, c))
-    return _revolve(profile)
+    return _revolve(profile, segments)
 
 
-def _cylinder() -> Mesh:
+def _cylinder(segments: int = SEGMENTS, bevel_steps: int = BEVEL_STEPS) -> Mesh:
     b = CYLINDER_BEVEL
-    steps = 2 * BEVEL_STEPS
+    steps = 2 * bevel_steps
     profile = [(0.0, 1.0, 0.0, 1.0)]
     profile += _arc((1 - b, 1 - b), b, 90.0, 0.0, steps)
     profile += _arc((1 - b, -1 + b), b, 0.0, -90.0, steps)
     profile += [(0.0, -1.0, 0.0, -1.0)]
-    return _revolve(profile)
+    return _revolve(profile, segments)
 
 
-def _cone() -> Mesh:
+def _cone(segments: int = SEGMENTS, smooth: bool = True) -> Mesh:
     n_rho, n_z = 2 / math.sqrt(5), 1 / math.sqrt(5)  # side of a cone of radius 1 and height 2
     profile = [(0.0, 1.0, n_rho, n_z), (1.0, -1.0, n_rho, n_z), (1.0, -1.0, 0.0, -1.0), (0.0, -1.0, 0.0, -1.0)]
-    return _revolve(profile)
+    return _revolve(profile, segments, smooth)
 
 
-def _rounded_cube() -> Mesh:
+def _rounded_cube(bevel_steps: int = BEVEL_STEPS) -> Mesh:
     """Cube [-1, 1]^3 with edges/corners rounded (radius b): every point p of a subdivided cube is mapped
     to ``q + b * (p - q) / |p - q|`` with ``q = clip(p, -a, a)``, ``a = 1 - b``; the grid is placed so that
     the rounded parts are sampled at equal angles."""
     b = CUBE_BEVEL
     a = 1.0 - b
-    m = BEVEL_STEPS
+    m = bevel_steps
     outer = [a + b * math.tan(math.radians(45.0 * k / m)) for k in range(1, m + 1)]
     ts = np.array([-t for t in reversed(outer)] + [-a, a] + outer)
     n = len(ts)
@@ -176,30 +194,48 @@ def _rounded_cube() -> Mesh:
     return _finish(q + b * normals, normals, np.concatenate(tris))
 
 
-_BUILDERS = {"cube": _rounded_cube, "sphere": _sphere, "cylinder": _cylinder, "cone": _cone}
+_BUILDERS = {
+    "ours": {"cube": _rounded_cube, "sphere": _sphere, "cylinder": _cylinder, "cone": _cone},
+    "official": {
+        "cube": lambda: _rounded_cube(OFFICIAL_BEVEL_STEPS),
+        "sphere": lambda: _sphere(OFFICIAL_SEGMENTS, OFFICIAL_SPHERE_RINGS),
+        "cylinder": lambda: _cylinder(OFFICIAL_SEGMENTS, OFFICIAL_BEVEL_STEPS),
+        "cone": lambda: _cone(OFFICIAL_CONE_SIDES, smooth=False),
+    },
+}
 
 
 @lru_cache(maxsize=None)
-def unit_mesh(shape: str) -> Mesh:
-    """The unit shape (object space, extent [-1, 1] on every axis). Raises KeyError for an unknown shape."""
-    if shape not in _BUILDERS:
-        raise KeyError(f"unknown shape {shape!r}; expected one of {list(_BUILDERS)}")
-    mesh = _BUILDERS[shape]()
+def unit_mesh(shape: str, mesh_set: str = "official") -> Mesh:
+    """The unit shape (object space, extent [-1, 1] on every axis) of a mesh set (module doc).
+
+    Raises:
+        KeyError: an unknown shape or mesh set.
+    """
+    if mesh_set not in _BUILDERS:
+        raise KeyError(f"unknown mesh set {mesh_set!r}; expected one of {list(_BUILDERS)}")
+    if shape not in _BUILDERS[mesh_set]:
+        raise KeyError(f"unknown shape {shape!r}; expected one of {list(_BUILDERS[mesh_set])}")
+    mesh = _BUILDERS[mesh_set][shape]()
     for arr in (mesh.vertices, mesh.normals, mesh.triangles):
         arr.setflags(write=False)
     return mesh
 
 
-def object_scale(shape: str, size: str) -> float:
-    """Scale ``s`` of the unit shape: the size's radius (world units), divided by sqrt(2) for cubes.
+def object_scale(shape: str, size: str, *, shrink_cube: bool = False) -> float:
+    """Scale ``s`` of the unit shape: the size's radius (world units; official: large 1.0, medium 0.58,
+    small 0.39), divided by sqrt(2) for cubes when ``shrink_cube`` (the ``ours`` style; module doc).
 
     Also the object's half-height, i.e. the ``z`` of its centre when it rests on the ground.
     """
     radius = domain.SIZE_RADIUS[size]
-    return radius / math.sqrt(2.0) if shape == "cube" else radius
+    return radius / math.sqrt(2.0) if shrink_cube and shape == "cube" else radius
 
 
-def object_mesh(shape: str, size: str, x: float, y: float, rotation_deg: float = 0.0) -> Mesh:
-    """World-space mesh of an object resting on the ground at (x, y) (centre at ``z = object_scale``)."""
-    s = object_scale(shape, size)
-    return unit_mesh(shape).transformed(s, rotation_deg, (x, y, s))
+def object_mesh(shape: str, size: str, x: float, y: float, rotation_deg: float = 0.0, *,
+                mesh_set: str = "official", shrink_cube: bool = False,
+                offset: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> Mesh:
+    """World-space mesh of an object resting on the ground at (x, y) (centre at ``z = object_scale``),
+    moved by ``offset`` (world units; the official cone quirk, :mod:`clevr_poc.rendering.render`)."""
+    s = object_scale(shape, size, shrink_cube=shrink_cube)
+    return unit_mesh(shape, mesh_set).transformed(s, rotation_deg, (x + offset[0], y + offset[1], s + offset[2]))
