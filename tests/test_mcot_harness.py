@@ -56,7 +56,7 @@ def test_resuming_with_other_settings_is_refused(tmp_path):
     with ChatCompletionsServer(sqa_model) as server:
         backend = OpenAIChatBackend(model="fake", base_url=server.base_url)
         run_scienceqa(dataset, backend, shots=1, limit=1, output_path=output, progress=False)
-        with pytest.raises(FormatError, match="other demonstrations or another prompt format"):
+        with pytest.raises(FormatError, match="other demonstrations, another prompt format"):
             run_scienceqa(dataset, backend, shots=1, prompt_format="QCM-A", output_path=output, progress=False)
 
 

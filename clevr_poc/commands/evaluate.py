@@ -12,6 +12,9 @@ Two modes::
     # the stand-alone LLM baseline through a chat backend (clevr_poc.llm.make_backend spec), resumable
     python -m clevr_poc evaluate --dataset DIR --split test --model llm-standalone \
         --backend openai:MODEL@http://127.0.0.1:8000/v1 --checkpoint llm.jsonl [--limit 200]
+    # a vision-language model on the rendered images (our baseline): --prompt direct | list-then-reason
+    python -m clevr_poc evaluate --dataset DIR --split test --model vlm --prompt list-then-reason \
+        --backend openai:MODEL@http://127.0.0.1:8000/v1 --workers 4 --checkpoint vlm.jsonl
     # a trained CLIP baseline (python -m clevr_poc.baselines.clip train): --checkpoint is its folder
     python -m clevr_poc evaluate --dataset DIR --split test --model clip-nl --checkpoint runs/clip-nl
 
@@ -42,7 +45,7 @@ from clevr_poc.errors import ClevrPocError, FormatError
 
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
 #: must score 1.0) and the stand-alone LLM (§4.1.3, App. C.1; needs ``--backend``).
-MODELS: tuple[str, ...] = ("ns-vqa-gold", "ns-vqa", "llm-standalone")
+MODELS: tuple[str, ...] = ("ns-vqa-gold", "ns-vqa", "llm-standalone", "vlm")
 #: ``--model ns-vqa`` sources (§4.1.2): the scene graph (gold partial scene, or perceived from the rendered
 #: image) and the ASP query (gold, the BiLSTM seq2seq parser, or the few-shot LLM parser of App. C.2).
 SCENE_SOURCES: tuple[str, ...] = ("gold", "perception")
@@ -80,7 +83,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="JSON object: image_filename -> list of predicted values, or null (parse failure)")
     source.add_argument("--model", choices=MODELS + tuple(CLIP_MODELS),
                         help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner; "
-                             "ns-vqa = NS-VQA with --scene and --query sources; llm-standalone = the App. C.1 prompt through --backend; clip-nl/clip-asp/clip-none "
+                             "ns-vqa = NS-VQA with --scene and --query sources; llm-standalone = the App. C.1 prompt through --backend; "
+                             "vlm = image + constraints + question through a vision-language --backend; clip-nl/clip-asp/clip-none "
                              "= a trained CLIP baseline (--checkpoint DIR)")
     nsvqa = parser.add_argument_group("ns-vqa")
     nsvqa.add_argument("--scene", choices=SCENE_SOURCES, default="gold",
@@ -96,12 +100,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     nsvqa.add_argument("--threads", type=int, default=1, metavar="N",
                        help="torch CPU threads for the BiLSTM parser / perception (default 1: on busy shared "
                             "cores more threads made BiLSTM decoding ~20x slower)")
-    llm = parser.add_argument_group("llm-standalone (and ns-vqa --query llm)")
+    llm = parser.add_argument_group("llm-standalone, vlm (and ns-vqa --query llm)")
     llm.add_argument("--backend", metavar="SPEC",
-                     help="chat backend: local, gguf:PATH, openai, openai:MODEL or openai:MODEL@URL")
+                     help="chat backend: local, gguf:PATH, openai, openai:MODEL, openai:MODEL@URL or (vlm) "
+                          "transformers:PATH_OR_HUB_ID")
     llm.add_argument("--max-tokens", type=int, metavar="N",
                      help="reply length limit (default 256; the LLM parser's default 320)")
     llm.add_argument("--workers", type=int, default=1, metavar="W", help="parallel requests (default 1)")
+    vlm = parser.add_argument_group("vlm")
+    vlm.add_argument("--prompt", choices=("direct", "list-then-reason"), default="direct",
+                     help="VLM prompt: answer directly (default) or first list every visible object, then reason "
+                          "(the listed scene is also scored)")
+    vlm.add_argument("--device", default="auto", metavar="D",
+                     help="transformers:MODEL backends: auto (CUDA when present), cpu, cuda, cuda:N")
+    vlm.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
+                     help="transformers:MODEL backends: auto = bf16/fp16 on CUDA, float32 on the CPU")
     clip = parser.add_argument_group("clip-nl / clip-asp / clip-none")
     clip.add_argument("--allow-missing-images", action="store_true",
                       help="use a blank placeholder for unrendered images (default: error naming the file)")
@@ -169,7 +182,12 @@ def _model(args: argparse.Namespace) -> Any:
     if args.model == "ns-vqa":
         return _ns_vqa(args)
     if not args.backend:
-        raise FormatError("--model llm-standalone needs --backend SPEC (e.g. openai:MODEL@URL)", field="--backend")
+        raise FormatError(f"--model {args.model} needs --backend SPEC (e.g. openai:MODEL@URL)", field="--backend")
+    if args.model == "vlm":
+        from clevr_poc.baselines.vlm import VLMBaseline
+
+        return VLMBaseline(args.backend, prompt=args.prompt, max_tokens=args.max_tokens, workers=args.workers,
+                           name=args.name, device=args.device, dtype=args.dtype)
     max_tokens = 256 if args.max_tokens is None else args.max_tokens
     if max_tokens < 1 or args.workers < 1:
         raise FormatError("--max-tokens and --workers must be positive", field="--max-tokens/--workers",
@@ -250,6 +268,21 @@ def _key(example: Any, position: int) -> str:
     return example_key(example, position)
 
 
+def _vlm_extra(model: Any, report: Any, examples: list[Any]) -> dict[str, Any]:
+    """``--model vlm``: the prompt, the backend's token usage and (list-then-reason) the listed-scene metrics."""
+    extra: dict[str, Any] = {"prompt": model.prompt}
+    usage = getattr(model.backend, "usage", None)
+    if isinstance(usage, dict):
+        extra["usage"] = dict(usage)
+    if model.prompt == "list-then-reason":
+        from clevr_poc.baselines.vlm_scene import format_listing_metrics, listing_metrics
+
+        extra["scene_listing"] = listing_metrics([r.raw for r in report.results],
+                                                 [e.partial_scene for e in examples])
+        print(format_listing_metrics(extra["scene_listing"]))
+    return extra
+
+
 def _batch_size(args: argparse.Namespace) -> int:
     """Examples per ``predict_batch`` call (and per --checkpoint flush): CLIP and local NS-VQA batch widely;
     LLM requests are flushed every ``4 * --workers`` answers so an interrupted run loses little."""
@@ -292,6 +325,8 @@ def run(args: argparse.Namespace) -> int:
             extra["program_accuracy"] = _program_accuracy(report, examples)
             accuracy = extra["program_accuracy"]
             print(f"program accuracy: {accuracy['correct']} of {accuracy['n']} ({accuracy['accuracy']:.4f})")
+        if args.model == "vlm":
+            extra.update(_vlm_extra(model, report, examples))
         print(f"time: {seconds:.1f} s, {extra['seconds_per_question']} s per question"
               + (f" ({asked} asked; {cached} from the checkpoint)" if cached else ""))
         report = replace(report, extra=extra)

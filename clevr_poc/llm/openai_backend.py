@@ -1,8 +1,12 @@
-"""Chat backend for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp server, ...)."""
+"""Chat backend for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, LM Studio,
+llama.cpp server, ...). Messages with images are sent as OpenAI content parts (``image_url`` with a
+``data:`` URL, :mod:`clevr_poc.llm.images`); whether the served model reads them is the server's business
+(a text-only model usually answers HTTP 400, raised as :class:`LLMBackendError` with ``status=400``)."""
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from clevr_poc.llm.base import LLMBackendError, PromptTooLongError, check_generation_args, validate_messages
@@ -63,6 +67,11 @@ class OpenAIChatBackend:
         self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout,
                                      max_retries=self.max_retries)
         self.name = f"openai:{self.model}@{self.base_url}"
+        #: Images are sent as content parts (the server's model must be a vision-language model).
+        self.supports_images = True
+        #: Requests answered and the token counts the server reported (``usage``), summed.
+        self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self._usage_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"OpenAIChatBackend(model={self.model!r}, base_url={self.base_url!r})"
@@ -70,18 +79,19 @@ class OpenAIChatBackend:
     def _error(self, message: str, status: int | None = None) -> LLMBackendError:
         return LLMBackendError(message, backend="openai", model=self.model, url=self.base_url, status=status)
 
-    def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 256, temperature: float = 0.0,
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256, temperature: float = 0.0,
                  stop: list[str] | None = None, seed: int | None = None) -> str:
         """Send one chat-completions request and return the first choice's text.
 
-        Sends ``model, messages, max_tokens, temperature`` and, when given, ``stop`` and ``seed``.
+        Sends ``model, messages, max_tokens, temperature`` and, when given, ``stop`` and ``seed``; contents
+        that are lists of text / image parts go as they are (checked first: decodable images within the caps).
         A reply whose ``content`` is null (e.g. a refusal or a tool call) is returned as ``""``.
 
         Raises:
             PromptTooLongError: HTTP 400 whose message mentions the context length / window.
             LLMBackendError: connection refused / time-out (after ``max_retries``), an HTTP error status
                 (``status`` attribute set), or a reply without choices.
-            clevr_poc.errors.FormatError: malformed ``messages``.
+            clevr_poc.errors.FormatError: malformed ``messages`` (``ImageInputError`` for a bad image).
         """
         checked = validate_messages(messages)
         check_generation_args(max_tokens, temperature)
@@ -110,6 +120,11 @@ class OpenAIChatBackend:
             raise self._error(f"malformed reply: {exc}") from None
         except openai.APIError as exc:
             raise self._error(f"request failed: {exc}") from None
+        usage = getattr(response, "usage", None)
+        with self._usage_lock:
+            self.usage["requests"] += 1
+            self.usage["prompt_tokens"] += int(getattr(usage, "prompt_tokens", 0) or 0)
+            self.usage["completion_tokens"] += int(getattr(usage, "completion_tokens", 0) or 0)
         choices = getattr(response, "choices", None)
         if not choices:
             raise self._error("reply has no choices")

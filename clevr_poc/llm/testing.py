@@ -3,7 +3,9 @@
 It speaks enough of the OpenAI HTTP API for the ``openai`` SDK (and so :class:`OpenAIChatBackend`):
 ``POST /v1/chat/completions`` and ``GET /v1/models``. Replies come from a user-supplied function of the
 request's messages; the server applies ``stop`` sequences like a real one. Every request body is kept in
-:attr:`ChatCompletionsServer.requests` so a test can check what the client really sent.
+:attr:`ChatCompletionsServer.requests` so a test can check what the client really sent, and every image
+(``image_url`` content part) is decoded as a vision server would and kept in
+:attr:`ChatCompletionsServer.images` (:class:`ReceivedImage`: bytes, size, whether it decoded).
 
 Example::
 
@@ -16,11 +18,16 @@ Only the loopback interface is used; the server runs in a daemon thread and stop
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from clevr_poc.llm.base import apply_stop
 
 #: A reply function: the request's messages (OpenAI format) -> the assistant text.
 ReplyFunction = Callable[[list[dict[str, Any]]], str]
@@ -40,20 +47,88 @@ class ServerFailure(Exception):
         self.message = message
 
 
-def apply_stop(text: str, stop: list[str] | str | None) -> str:
-    """Cut ``text`` at the earliest occurrence of any stop string (as OpenAI-compatible servers do)."""
-    if not stop:
-        return text
-    stops = [stop] if isinstance(stop, str) else list(stop)
-    cut = min((text.find(s) for s in stops if s and s in text), default=-1)
-    return text if cut < 0 else text[:cut]
+@dataclass(frozen=True)
+class ReceivedImage:
+    """One image part the server received.
+
+    Attributes:
+        request: index of the request in :attr:`ChatCompletionsServer.requests`.
+        message, part: indices of the message and of the content part in that request.
+        url_prefix: the URL up to the comma (e.g. ``"data:image/png;base64"``).
+        data: the decoded bytes (b"" when the URL was not base64 data).
+        size: ``(width, height)`` as Pillow reads it, or None when it did not decode.
+        error: why it did not decode, else None.
+    """
+
+    request: int
+    message: int
+    part: int
+    url_prefix: str
+    data: bytes
+    size: tuple[int, int] | None
+    error: str | None
+
+    @property
+    def decodable(self) -> bool:
+        return self.error is None
+
+    def pixels(self) -> Any:
+        """The decoded image as an RGB ``PIL.Image.Image`` (ValueError when it did not decode)."""
+        if self.error is not None:
+            raise ValueError(f"image did not decode: {self.error}")
+        from PIL import Image
+
+        image = Image.open(io.BytesIO(self.data))
+        image.load()
+        return image.convert("RGB")
+
+
+def _decode_received(url: Any, request: int, message: int, part: int) -> ReceivedImage:
+    text = url if isinstance(url, str) else ""
+    prefix, comma, payload = text.partition(",")
+    if not comma or not prefix.startswith("data:image/") or not prefix.endswith(";base64"):
+        return ReceivedImage(request, message, part, prefix[:64], b"", None, "not a data:image/...;base64 URL")
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except ValueError as exc:
+        return ReceivedImage(request, message, part, prefix, b"", None, f"bad base64: {exc}")
+    try:
+        from PIL import Image
+
+        image = Image.open(io.BytesIO(data))
+        image.load()
+        size = (int(image.size[0]), int(image.size[1]))
+    except Exception as exc:  # any PIL failure means "not decodable"
+        return ReceivedImage(request, message, part, prefix, data, None, f"{exc.__class__.__name__}: {exc}")
+    return ReceivedImage(request, message, part, prefix, data, size, None)
+
+
+def _image_urls(messages: list[Any]) -> list[tuple[int, int, Any]]:
+    """(message index, part index, url) of every image_url part."""
+    found = []
+    for m_index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            for p_index, part in enumerate(content):
+                if isinstance(part, dict) and part.get("type") == "image_url":
+                    image_url = part.get("image_url")
+                    found.append((m_index, p_index, image_url.get("url") if isinstance(image_url, dict)
+                                  else image_url))
+    return found
+
+
+def content_text(content: Any) -> str:
+    """The text of a message content as the server sees it: a string, or the text parts joined by newlines."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "" if content is None else str(content)
 
 
 def echo_last_user(messages: list[dict[str, Any]]) -> str:
-    """Reply function that returns the content of the last user message."""
+    """Reply function that returns the (text) content of the last user message."""
     for message in reversed(messages):
         if message.get("role") == "user":
-            return str(message.get("content", ""))
+            return content_text(message.get("content", ""))
     return ""
 
 
@@ -69,6 +144,7 @@ class ChatCompletionsServer:
     Attributes:
         base_url: ``http://127.0.0.1:PORT/v1`` once started.
         requests: list of the JSON bodies received by ``/v1/chat/completions``, in order.
+        images: every image part received, decoded (:class:`ReceivedImage`), in arrival order.
     """
 
     def __init__(self, reply: ReplyFunction | None = None, *, model_name: str = "test-model",
@@ -79,6 +155,7 @@ class ChatCompletionsServer:
         self.model_name = model_name
         self.host = host
         self.requests: list[dict[str, Any]] = []
+        self.images: list[ReceivedImage] = []
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._port: int | None = None
@@ -130,9 +207,14 @@ class ChatCompletionsServer:
         return f"http://{self.host}:{self.port}/v1"
 
     # -- request handling ------------------------------------------------------------------------
-    def _record(self, body: dict[str, Any]) -> None:
+    def _record(self, body: dict[str, Any]) -> int:
         with self._lock:
             self.requests.append(body)
+            index = len(self.requests) - 1
+        received = [_decode_received(url, index, m, p) for m, p, url in _image_urls(body["messages"])]
+        with self._lock:
+            self.images.extend(received)
+        return index
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -184,7 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(500, f"reply function failed: {exc.__class__.__name__}: {exc}")
             return
         text = apply_stop(str(text), body.get("stop"))
-        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body["messages"])
+        # "tokens" of this server are whitespace-separated words of the text parts (no real tokenizer)
+        prompt_tokens = sum(len(content_text(m.get("content", "")).split()) for m in body["messages"]
+                            if isinstance(m, dict))
         completion_tokens = len(text.split())
         self._send_json(200, {
             "id": f"chatcmpl-test-{len(self.owner.requests)}",
@@ -198,4 +282,5 @@ class _Handler(BaseHTTPRequestHandler):
         })
 
 
-__all__ = ["ChatCompletionsServer", "ServerFailure", "ReplyFunction", "apply_stop", "echo_last_user"]
+__all__ = ["ChatCompletionsServer", "ReceivedImage", "ServerFailure", "ReplyFunction", "apply_stop", "content_text",
+           "echo_last_user"]

@@ -16,7 +16,10 @@ ScienceQA (official release, ``lupantech/ScienceQA``):
 M3CoT (``LightChen233/M3CoT``): records with ``id``, ``question``, ``choices`` (list of str), ``answer``
 (a letter "A".."F"), ``domain``, ``topic`` and optionally ``context``, ``rationale``, ``split``,
 ``category``, ``image_id``, ``image``; one JSON object per line (``.jsonl``) or a Parquet table
-(``.parquet``, needs ``pyarrow``). The same loader reads M3CoT *experiment* files (records with
+(``.parquet``, needs ``pyarrow``). The image is the ``image`` field: a file path (relative to the data
+file's folder, its ``images/`` folder or ``image_dir``), or, as in the Hugging Face Parquet release, an image
+struct ``{"bytes": ..., "path": ...}`` (bytes, or base64 text in JSON). Lacking one, ``images/<image_id>.png``
+or ``images/<id>.png`` next to the data file is used when it exists. The same loader reads M3CoT *experiment* files (records with
 ``messages``: prompt and reply turns, the model output last), as released under ``experiment/``.
 
 Malformed input raises :class:`~clevr_poc.errors.FormatError` naming the file, the record id and the field.
@@ -28,7 +31,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError
@@ -313,7 +316,9 @@ class M3CoTRecord:
         domain: "science" / "commonsense" / "mathematics"; ``topic`` e.g. "natural-science", "algebra".
         messages: the conversation of an experiment record — user and assistant turns alternating as
             plain strings, the model's final reply last; () for a data record.
-        image: the ``image`` field as a path string when it is one (Parquet image structs are dropped).
+        image: the ``image`` field as a path string (a struct's ``path``), else None.
+        image_bytes: the image's bytes when the record holds them (Parquet image struct), else None.
+        image_path: the image file found by :func:`load_m3cot` (see the module docstring), else None.
     """
 
     id: str
@@ -329,6 +334,13 @@ class M3CoTRecord:
     image_id: str = ""
     image: str | None = None
     messages: tuple[str, ...] = field(default=(), repr=False)
+    image_bytes: bytes | None = field(default=None, repr=False, compare=False)
+    image_path: Path | None = None
+
+    @property
+    def image_source(self) -> bytes | Path | None:
+        """What to send as the image: the record's bytes, else the file found, else None."""
+        return self.image_bytes if self.image_bytes else self.image_path
 
     @property
     def answer_index(self) -> int:
@@ -376,7 +388,7 @@ def parse_m3cot_record(record: Any, *, source: object = "m3cot", index: int = 0,
         if require_messages and not raw:
             raise FormatError("messages is empty (no model output)", source=where, field="messages")
         messages = tuple(_message_text(m, where, i) for i, m in enumerate(raw))
-    image = record.get("image")
+    image, image_bytes = _m3cot_image_field(record.get("image"), where)
     question = record.get("question", "")
     if not isinstance(question, str):
         raise FormatError("expected a string", source=where, field="question", value=question)
@@ -395,9 +407,48 @@ def parse_m3cot_record(record: Any, *, source: object = "m3cot", index: int = 0,
         split=_optional_str(record, "split", where),
         category=_optional_str(record, "category", where),
         image_id="" if image_id is None else str(image_id),
-        image=image if isinstance(image, str) else None,
+        image=image,
         messages=messages,
+        image_bytes=image_bytes,
     )
+
+
+def _m3cot_image_field(value: Any, where: str) -> tuple[str | None, bytes | None]:
+    """(path, bytes) of an M3CoT ``image`` field: a path string, or a ``{"bytes", "path"}`` struct."""
+    if value is None or isinstance(value, str):
+        return (value or None), None
+    if isinstance(value, Mapping):
+        data, path = value.get("bytes"), value.get("path")
+        if isinstance(data, str) and data:
+            import base64
+            import binascii
+
+            try:
+                data = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                raise FormatError("image.bytes is neither bytes nor base64 text", source=where,
+                                  field="image.bytes") from None
+        if data is not None and not isinstance(data, (bytes, bytearray)):
+            raise FormatError("image.bytes must be bytes", source=where, field="image.bytes",
+                              value=type(data).__name__)
+        if path is not None and not isinstance(path, str):
+            raise FormatError("image.path must be a string", source=where, field="image.path", value=path)
+        return (path or None), (bytes(data) if data else None)
+    raise FormatError("image must be a path or {'bytes', 'path'}", source=where, field="image",
+                      value=type(value).__name__)
+
+
+def _find_m3cot_image(record: M3CoTRecord, folders: Sequence[Path]) -> Path | None:
+    names = []
+    if record.image:
+        names += [record.image, Path(record.image).name]
+    names += [f"{name}.png" for name in (record.image_id, record.id) if name]
+    for folder in folders:
+        for name in names:
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate
+    return None
 
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
@@ -454,10 +505,18 @@ def iter_m3cot_records(path: str | Path, *, require_messages: bool = False) -> I
         yield record
 
 
-def load_m3cot(path: str | Path, *, split: str | None = None, require_messages: bool = False) -> list[M3CoTRecord]:
+def load_m3cot(path: str | Path, *, split: str | None = None, require_messages: bool = False,
+               image_dir: str | Path | None = None) -> list[M3CoTRecord]:
     """Load M3CoT records; with ``split`` keep only records whose ``split`` equals it (records without a
-    ``split`` field are kept). See :func:`iter_m3cot_records` for errors."""
+    ``split`` field are kept). Records without image bytes get ``image_path`` when their image file is
+    found in ``image_dir``, the data file's folder or its ``images/`` folder (module docstring). See
+    :func:`iter_m3cot_records` for errors."""
+    from dataclasses import replace
+
     records = list(iter_m3cot_records(path, require_messages=require_messages))
     if split is not None:
         records = [r for r in records if not r.split or r.split == split]
-    return records
+    folder = Path(path).parent
+    folders = [Path(image_dir)] if image_dir is not None else []
+    folders += [folder, folder / "images"]
+    return [r if r.image_bytes else replace(r, image_path=_find_m3cot_image(r, folders)) for r in records]

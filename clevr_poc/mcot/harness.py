@@ -8,12 +8,19 @@ Running writes resumable result files atomically every ``save_every`` items:
   ``{"id", "choices", "answer", "domain", "topic", "messages": [user, reply, (user, reply)]}``.
 
 Scoring reads such files (``outputs`` / the last message) and returns a JSON-ready summary.
+
+Images (``images=``, :data:`IMAGE_MODES`): ``none`` sends text only (the default, as in the text-only runs);
+``send`` attaches the item's image to its (first) user turn as an OpenAI ``image_url`` part, before the
+prompt text (ScienceQA: the test item's ``images/<pid>/image.png``; demonstrations stay text, as in the
+official prompt); ``caption`` (ScienceQA only) puts the official caption into the context instead, for
+text-only models. With ``workers`` > 1 that many requests run at once; results are saved in input order.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -29,12 +36,49 @@ from clevr_poc.mcot.prompts import (SCIENCEQA_MAX_TOKENS, SCIENCEQA_STOP, build_
                                     normalize_m3cot_strategy, normalize_scienceqa_format, sample_demonstrations)
 
 
-def _progress(iterable: Iterable[Any], *, total: int, desc: str, enabled: bool) -> Iterable[Any]:
-    if not enabled:
-        return iterable
-    from tqdm import tqdm
+#: How item images reach the model (module docstring).
+IMAGE_MODES: tuple[str, ...] = ("none", "send", "caption")
 
-    return tqdm(iterable, total=total, desc=desc, unit="q", dynamic_ncols=True)
+
+def _check_images(images: str, *, benchmark: str) -> str:
+    if images not in IMAGE_MODES or (images == "caption" and benchmark != "scienceqa"):
+        allowed = IMAGE_MODES if benchmark == "scienceqa" else ("none", "send")
+        raise FormatError(f"images must be one of {list(allowed)} for {benchmark}", field="images", value=images)
+    return images
+
+
+def _run_items(pending: Sequence[Any], work: Callable[[Any], Any], done: Callable[[Any, Any], None], *,
+               workers: int, save: Callable[[], None] | None, save_every: int, progress: bool, desc: str) -> None:
+    """``done(item, work(item))`` for every item in order, ``workers`` at a time; ``save()`` after every
+    ``save_every`` items (rounded up to a multiple of ``workers``) and once more if a request fails."""
+    if workers < 1 or save_every < 1:
+        raise ValueError(f"workers and save_every must be >= 1, got {workers}, {save_every}")
+    bar = None
+    if progress and pending:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(pending), desc=desc, unit="q", dynamic_ncols=True)
+    chunk = max(save_every, workers) if workers > 1 else save_every
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+    finished = 0
+    try:
+        for start in range(0, len(pending), chunk):
+            part = list(pending[start:start + chunk])
+            results = pool.map(work, part) if pool is not None else map(work, part)
+            try:
+                for item, result in zip(part, results):
+                    done(item, result)
+                    finished += 1
+                    if bar is not None:
+                        bar.update(1)
+            finally:
+                if save is not None and finished:
+                    save()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if bar is not None:
+            bar.close()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -112,38 +156,45 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
                   prompt_format: str = "QCM-ALE", shots: int = 2, seed: int = 3, use_caption: bool = False,
                   limit: int | None = None, max_tokens: int = SCIENCEQA_MAX_TOKENS,
                   output_path: str | Path | None = None, save_every: int = 10, progress: bool = True,
-                  on_output: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+                  on_output: Callable[[str, str], None] | None = None, images: str = "none",
+                  workers: int = 1) -> dict[str, Any]:
     """Prompt ``backend`` with every problem of ``split`` (card §Method) and collect its outputs.
 
     Demonstrations: ``random.Random(seed).sample(train ids, shots)`` (the official draw). Decoding: greedy,
     stop at a newline, ``max_tokens`` new tokens. With ``output_path`` the result file is written every
     ``save_every`` items and an existing one is resumed (it must have the same shots and format). A prompt
     that does not fit the model's context becomes an empty output (unparseable) and is listed in ``errors``.
+    ``images``: ``none`` / ``send`` / ``caption`` (module docstring); ``workers``: parallel requests.
 
     Returns:
         The official result layout (see the module docstring); ``results`` uses the official rule and a
         random guess for unparseable outputs drawn as the official runner does (:func:`official_guess_rng`).
 
     Raises:
-        FormatError: an unknown split or format, or an existing result file made with other settings.
-        clevr_poc.llm.LLMBackendError: the backend failed.
+        FormatError: an unknown split or format, an existing result file made with other settings, or
+            (``images="send"``) a problem whose image file is not in the image folder.
+        clevr_poc.llm.LLMBackendError: the backend failed (ImagesNotSupportedError: a text-only backend).
     """
     prompt_format = normalize_scienceqa_format(prompt_format)
+    images = _check_images(images, benchmark="scienceqa")
+    use_caption = use_caption or images == "caption"
     qids = list(dataset.split_ids(split))
     if limit is not None:
         qids = qids[:max(0, limit)]
     rng = random.Random(seed)
     shot_qids = sample_demonstrations(dataset.split_ids("train") if shots else (), shots, rng)
     args = {"split": split, "prompt_format": prompt_format, "shot_number": shots, "seed": seed,
-            "use_caption": use_caption, "max_tokens": max_tokens, "backend": getattr(backend, "name", "?")}
+            "use_caption": use_caption, "max_tokens": max_tokens, "backend": getattr(backend, "name", "?"),
+            "images": images}
     outputs: dict[str, str] = {}
     errors: dict[str, str] = {}
     if output_path is not None and Path(output_path).exists():
         previous = read_json(output_path)
+        before = previous.get("args", {}) if isinstance(previous, Mapping) else {}
         if not isinstance(previous, Mapping) or previous.get("shot_qids") != shot_qids or \
-                previous.get("args", {}).get("prompt_format") != prompt_format:
-            raise FormatError("existing result file was made with other demonstrations or another prompt format; "
-                              "remove it or choose another --output", source=output_path)
+                before.get("prompt_format") != prompt_format or before.get("images", "none") != images:
+            raise FormatError("existing result file was made with other demonstrations, another prompt format or "
+                              "another image mode; remove it or choose another --output", source=output_path)
         outputs = dict(read_scienceqa_outputs(output_path))
         errors = {str(k): str(v) for k, v in (previous.get("errors") or {}).items()}
 
@@ -158,23 +209,55 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
                 "errors": {q: errors[q] for q in qids if q in errors}}
 
     pending = [q for q in qids if q not in outputs]
-    for count, qid in enumerate(_progress(pending, total=len(pending), desc=f"scienceqa {split}",
-                                          enabled=progress), start=1):
+    if images == "send":  # every image is checked before the first request
+        for qid in pending:
+            _scienceqa_image(dataset, qid)
+
+    def ask(qid: str) -> tuple[str, str | None]:
         prompt = build_scienceqa_prompt(dataset, shot_qids, qid, prompt_format, use_caption=use_caption)
+        image = _scienceqa_image(dataset, qid) if images == "send" else None
         try:
-            text = backend.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0,
+            text = backend.complete([_user_turn(prompt, image)], max_tokens=max_tokens, temperature=0.0,
                                     stop=list(SCIENCEQA_STOP))
         except PromptTooLongError as exc:  # this item only: recorded as an empty (unparseable) output
-            text, errors[qid] = "", str(exc)
-        outputs[qid] = text.strip()
+            return "", str(exc)
+        return text, None
+
+    def done(qid: str, answer: tuple[str, str | None]) -> None:
+        outputs[qid] = answer[0].strip()
+        if answer[1] is not None:
+            errors[qid] = answer[1]
         if on_output is not None:
             on_output(qid, outputs[qid])
-        if output_path is not None and (count % save_every == 0 or count == len(pending)):
-            atomic_write_json(output_path, snapshot(), indent=2)
+
+    save = (lambda: atomic_write_json(output_path, snapshot(), indent=2)) if output_path is not None else None
+    _run_items(pending, ask, done, workers=workers, save=save, save_every=save_every, progress=progress,
+               desc=f"scienceqa {split}")
     result = snapshot()
     if output_path is not None:
         atomic_write_json(output_path, result, indent=2)
     return result
+
+
+def _scienceqa_image(dataset: ScienceQADataset, qid: str) -> Path | None:
+    """The problem's image file (None when it has no image); FormatError when its file was not found."""
+    problem = dataset[qid]
+    if not problem.image:
+        return None
+    if problem.image_path is None:
+        raise FormatError(f"image {problem.image!r} not found (expected <data>/images/{qid}/{problem.image} or "
+                          f"images/<split>/{qid}/{problem.image})", source=dataset.source, field=f"{qid}.image",
+                          value=problem.image)
+    return problem.image_path
+
+
+def _user_turn(text: str, image: Any) -> dict[str, Any]:
+    """A user message: the text alone, or ``[image part, text part]``."""
+    if image is None:
+        return {"role": "user", "content": text}
+    from clevr_poc.llm.images import user_message
+
+    return user_message(text, [image])
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -193,8 +276,9 @@ def _write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
 def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy: str = "direct",
               limit: int | None = None, max_tokens: int = 512, seed: int | None = None,
               output_path: str | Path | None = None, save_every: int = 10,
-              progress: bool = True) -> list[dict[str, Any]]:
-    """Ask ``backend`` every record with one M3CoT strategy (text only: the image is not sent).
+              progress: bool = True, images: str = "none", workers: int = 1) -> list[dict[str, Any]]:
+    """Ask ``backend`` every record with one M3CoT strategy; ``images="send"`` attaches the record's image to
+    the first user turn (``"none"``: text only); ``workers`` requests at a time.
 
     Multi-turn strategies feed each reply back before the next user turn; greedy decoding. With
     ``output_path`` the experiment file is rewritten every ``save_every`` items and resumed by id. A prompt
@@ -204,9 +288,11 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
         Experiment records (see :func:`experiment_record`) in input order, with ``strategy`` and ``backend``.
 
     Raises:
-        FormatError: unknown strategy; clevr_poc.llm.LLMBackendError: the backend failed.
+        FormatError: unknown strategy, another strategy / image mode in an existing file, a record without an
+            image (``images="send"``); clevr_poc.llm.LLMBackendError: the backend failed.
     """
     strategy = normalize_m3cot_strategy(strategy)
+    images = _check_images(images, benchmark="m3cot")
     chosen = list(records)[: max(0, limit)] if limit is not None else list(records)
     done: dict[str, dict[str, Any]] = {}
     if output_path is not None and Path(output_path).exists():
@@ -222,6 +308,9 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
             if row.get("strategy", strategy) != strategy:
                 raise FormatError("existing experiment file was made with another strategy; remove it or choose "
                                   "another --output", source=output_path, field="strategy", value=row["strategy"])
+            if row.get("images", "none") != images:
+                raise FormatError("existing experiment file was made with another image mode; remove it or choose "
+                                  "another --output", source=output_path, field="images", value=row.get("images"))
             done[previous.id] = row
     name = getattr(backend, "name", "?")
 
@@ -229,14 +318,20 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
         return [done[r.id] for r in chosen if r.id in done]
 
     pending = [r for r in chosen if r.id not in done]
-    for count, record in enumerate(_progress(pending, total=len(pending), desc=f"m3cot {strategy}",
-                                             enabled=progress), start=1):
+    if images == "send":
+        missing = [r.id for r in pending if r.image_source is None]
+        if missing:
+            raise FormatError(f"{len(missing)} record(s) have no image (no image bytes, no file found)",
+                              field="image", value=missing[0])
+
+    def ask(record: M3CoTRecord) -> tuple[list[str], dict[str, Any]]:
         plan = build_m3cot_plan(record, strategy)
         transcript: list[str] = []
-        chat: list[dict[str, str]] = []
+        chat: list[dict[str, Any]] = []
         extra: dict[str, Any] = {}
-        for turn in plan.turns:
-            chat.append({"role": "user", "content": turn})
+        for number, turn in enumerate(plan.turns):
+            image = record.image_source if images == "send" and number == 0 else None
+            chat.append(_user_turn(turn, image))
             try:
                 reply = backend.complete(chat, max_tokens=max_tokens, temperature=0.0, seed=seed)
             except PromptTooLongError as exc:  # this item only: an empty (unparseable) final reply
@@ -245,9 +340,15 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
                 break
             chat.append({"role": "assistant", "content": reply})
             transcript += [turn, reply]
-        done[record.id] = experiment_record(record, transcript, strategy=strategy, backend=name, **extra)
-        if output_path is not None and (count % save_every == 0 or count == len(pending)):
-            _write_jsonl(output_path, ordered())
+        return transcript, extra
+
+    def finish(record: M3CoTRecord, answer: tuple[list[str], dict[str, Any]]) -> None:
+        done[record.id] = experiment_record(record, answer[0], strategy=strategy, backend=name, images=images,
+                                            **answer[1])
+
+    save = (lambda: _write_jsonl(output_path, ordered())) if output_path is not None else None
+    _run_items(pending, ask, finish, workers=workers, save=save, save_every=save_every, progress=progress,
+               desc=f"m3cot {strategy}")
     result = ordered()
     if output_path is not None:
         _write_jsonl(output_path, result)

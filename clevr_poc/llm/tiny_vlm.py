@@ -1,0 +1,85 @@
+"""A tiny, randomly initialised Qwen2-VL chat model built offline, for tests and timing the local path.
+
+:func:`build_tiny_vlm` writes a complete model folder (``config.json``, ``model.safetensors``, processor,
+tokenizer, chat template) that :class:`~clevr_poc.llm.transformers_backend.TransformersVLMBackend` loads
+with the real ``from_pretrained`` code: a 2-layer Qwen2-VL text model (hidden size 32) with a 1-block
+vision tower (patch 14, 2x2 merge), ~0.1 M parameters, and a byte-level BPE tokenizer of 400 tokens trained
+here on a few sentences (Qwen's special tokens ``<|im_start|>``, ``<|im_end|>``, ``<|vision_start|>``,
+``<|image_pad|>``, ...). Nothing is downloaded. Its replies are random text: it exercises shapes, the chat
+template, image preprocessing and generation, not answers. The image processor keeps images between
+4 and 64 merged 28x28 patches (``min_pixels`` / ``max_pixels``), so a 480x320 CLEVR image becomes 48 image
+tokens.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Qwen2-VL's special tokens, in id order 0..6.
+SPECIAL_TOKENS: tuple[str, ...] = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
+                                   "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+#: A ChatML template (Qwen's layout) that reads string or part-list contents; images become
+#: ``<|vision_start|><|image_pad|><|vision_end|>`` (the processor expands the pad to the image's tokens).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_CORPUS = ("The answer is A. What color is the small cube? Objects: red blue green gray brown purple cyan yellow "
+           "large medium small metal rubber cube sphere cylinder cone region 0 1 2 3 ###{ }### [Question] "
+           "[Choices] (A) (B) (C) (D) Options: Context: Answer: Let's think step-by-step!")
+
+
+def build_tiny_vlm(folder: str | os.PathLike[str], *, seed: int = 0, vocab_size: int = 400) -> Path:
+    """Write the tiny random Qwen2-VL model (see the module docstring) to ``folder`` and return it.
+
+    Args:
+        folder: output folder (created; existing files are overwritten).
+        seed: ``torch.manual_seed`` of the random weights.
+        vocab_size: BPE vocabulary size (>= 300: the 256 byte symbols, the special tokens and merges).
+
+    Raises:
+        ImportError: torch, transformers or tokenizers missing.
+    """
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration,
+                              Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor)
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    bpe.train_from_iterator([_CORPUS] * 4, trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = {token: tokenizer.convert_tokens_to_ids(token) for token in SPECIAL_TOKENS}
+    image_processor = Qwen2VLImageProcessor(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64)
+    processor = Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                 video_processor=Qwen2VLVideoProcessor(), chat_template=CHAT_TEMPLATE)
+    config = Qwen2VLConfig(
+        text_config={"vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 64,
+                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                     "max_position_embeddings": 8192,
+                     "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
+                     "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"],
+                     "bos_token_id": ids["<|endoftext|>"]},
+        vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 2, "mlp_ratio": 2,
+                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_chans": 3},
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    torch.manual_seed(seed)
+    model = Qwen2VLForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+__all__ = ["CHAT_TEMPLATE", "SPECIAL_TOKENS", "build_tiny_vlm"]
