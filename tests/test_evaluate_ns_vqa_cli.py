@@ -89,11 +89,19 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
         status, out, err = _run_cli(argv, capsys)
         assert status == 0, err
         assert len(server.requests) == 6  # one request per question: every reply is a valid query
-    assert out[0] == "program accuracy: 1 of 6 (0.1667)"
+    # semantic: FIRST_QUERY gives the gold program's answer set (Reasoner, gold partial scene)
+    reasoner, environment = Reasoner(), appendix_a_environment()
+    partial = appendix_a_complete_scene().without_object(4)
+    same = sum(reasoner.answer(environment, partial, FIRST_QUERY).values
+               == reasoner.answer(environment, partial, q.asp_query).values for q in questions)
+    assert 1 <= same < 6
+    assert out[0] == f"program accuracy: literal 1 of 6 (0.1667), semantic {same} of 6 ({same / 6:.4f})"
     assert out[-2] == "parse failures: 0 of 6 (scored as wrong)"
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["model"] == f"NS-VQA (gold scene, LLM openai:test@{server.base_url} parser)"
-    assert report["extra"]["program_accuracy"] == {"correct": 1, "n": 6, "accuracy": pytest.approx(1 / 6)}
+    assert report["extra"]["program_accuracy"] == {"correct": 1, "n": 6, "accuracy": pytest.approx(1 / 6),
+                                                   "semantic_correct": same,
+                                                   "semantic_accuracy": pytest.approx(same / 6)}
     assert report["examples"][0]["exact"] == 1.0 and report["examples"][0]["raw"] == FIRST_QUERY
 
     # replies without a rule: each question asked twice (one repair round), then a counted parse failure
@@ -103,7 +111,7 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
         assert status == 0, err
         assert len(server.requests) == 4
     assert out[-2] == "parse failures: 2 of 2 (scored as wrong)"
-    assert out[0] == "program accuracy: 0 of 2 (0.0000)"
+    assert out[0] == "program accuracy: literal 0 of 2 (0.0000), semantic 0 of 2 (0.0000)"
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["examples"][0]["error"].startswith("question parser failed: no valid ASP query")
 
@@ -135,7 +143,7 @@ def test_ns_vqa_bilstm_parser_parses_generator_questions(dataset, tmp_path, caps
 
     parsed = BiLSTMParser.from_pretrained(SHIPPED_PARSER).parse_batch([q.text for q in questions])
     correct = [programs_equal(p, q.asp_query) for p, q in zip(parsed, questions)]
-    assert out[0] == f"program accuracy: {sum(correct)} of 6 ({sum(correct) / 6:.4f})"
+    assert out[0].startswith(f"program accuracy: literal {sum(correct)} of 6 ({sum(correct) / 6:.4f}), semantic ")
     # the one-hop questions (1 relation) are parsed right (literal order may differ from the gold text)
     assert correct[3:] == [True, True, True]
     report = json.loads((tmp_path / "r" / "report.json").read_text())

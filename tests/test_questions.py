@@ -386,3 +386,40 @@ def test_hidden_candidates_scene_check_equals_clingo():
             assert (hidden.color, hidden.shape, hidden.size, hidden.material, hidden.region) in fast
             compared += 1
     assert compared == 18
+
+
+# the first question of each family on the hand-built scene (hidden object, seed): exact official-form queries
+_FIXED_SEED_QUERIES = {
+    "zero_hop": (1, "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,size,small), hasProperty(X,material,rubber), "
+                    "hasProperty(X,shape,cube)."),
+    "one_hop": (1, "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,size,large), hasProperty(Y,color,brown), "
+                   "hasProperty(Y,material,rubber), hasProperty(X,material,rubber), hasProperty(X,shape,cube), "
+                   "left(Y,X), X!=Y."),
+    "two_hop": (0, "missing(Q) :- hasProperty(X,shape,Q), hasProperty(Y2,size,medium), hasProperty(Y2,color,yellow), "
+                   "hasProperty(Y2,material,metal), hasProperty(Y2,shape,sphere), hasProperty(Y1,size,large), "
+                   "hasProperty(Y1,material,rubber), hasProperty(X,size,large), hasProperty(X,color,red), "
+                   "hasProperty(X,material,metal), front(Y1,X), behind(Y2,Y1), X!=Y1, Y1!=Y2, X!=Y2."),
+    "three_hop": (0, "missing(Q) :- hasProperty(X,shape,Q), hasProperty(Y3,size,large), hasProperty(Y3,shape,cone), "
+                     "hasProperty(Y2,size,medium), hasProperty(Y2,color,yellow), hasProperty(Y2,material,metal), "
+                     "hasProperty(Y2,shape,sphere), hasProperty(Y1,size,large), hasProperty(Y1,material,rubber), "
+                     "hasProperty(X,size,large), hasProperty(X,color,red), hasProperty(X,material,metal), "
+                     "front(Y1,X), behind(Y2,Y1), behind(Y3,Y2), X!=Y1, Y1!=Y2, Y2!=Y3, X!=Y2, X!=Y3, Y1!=Y3."),
+    # the reference named first in the text ("behind the large red rubber ball") is Y1
+    "single_and": (1, "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y2,size,large), hasProperty(Y2,color,brown), "
+                      "hasProperty(Y2,material,rubber), hasProperty(Y1,size,large), hasProperty(Y1,color,red), "
+                      "hasProperty(Y1,material,rubber), hasProperty(Y1,shape,sphere), hasProperty(X,material,rubber), "
+                      "hasProperty(X,shape,cube), behind(Y1,X), left(Y2,X), X!=Y1, Y1!=Y2, X!=Y2."),
+    "same_relate": (1, "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,size,large), hasProperty(Y,color,purple), "
+                       "hasProperty(Y,shape,cylinder), hasProperty(X,size,small), X!=Y, same_material(Y,X)."),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fixed_seed_queries_in_the_official_form(reasoner, family):
+    hidden, expected = _FIXED_SEED_QUERIES[family]
+    generator = QuestionGenerator(reasoner)
+    question = generator.generate(_environment(), _scene(), hidden, random.Random(hidden), family=family)
+    assert question is not None and question.asp_query == expected
+    assert re.fullmatch(_OFFICIAL_FORM[family], question.asp_query)
+    # the label is the Reasoner's answer of this very query
+    assert question.answer == reasoner.answer(_environment(), _scene().without_object(hidden), expected).values

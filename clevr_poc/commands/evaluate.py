@@ -20,8 +20,10 @@ Two modes::
 
 The last line on stdout is one JSON object ``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
 line before it counts parse failures; with ``--model`` the lines before those give the run time (seconds per
-question) and, for ``--model ns-vqa`` with a parser, the program accuracy (the parsed query equals the gold
-``asp_query`` up to variable names and literal order, :func:`clevr_poc.parsing.equivalence.programs_equal`).
+question) and, for ``--model ns-vqa`` with a parser, the program accuracy two ways: literal (the parsed query
+equals the gold ``asp_query`` up to variable names and literal order,
+:func:`clevr_poc.parsing.equivalence.programs_equal`; the paper's measure) and semantic (the same answer set
+on the example's gold partial scene).
 Both are also stored under ``extra`` in ``report.json``. ``--out DIR`` also writes ``report.json`` (per-example results and
 breakdowns), ``predictions.json`` (the scoring-only format), ``table2.md`` (the paper's Table 2 layout),
 ``breakdowns.md`` and ``plots/*.png``.
@@ -97,6 +99,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                        help="BiLSTM checkpoint folder (default: the shipped models/parser_bilstm)")
     nsvqa.add_argument("--perception-path", metavar="DIR",
                        help="perception checkpoint folder (default: the shipped models/perception)")
+    nsvqa.add_argument("--camera", choices=("auto", "from-scene", "official", "ours"), default="auto",
+                       help="with --scene perception: the camera of each image: auto (default) = the scene's own "
+                            "when it has one, else the official CLEVR-POC camera (the release's scenes carry "
+                            "none); from-scene; or a preset: official, ours")
     nsvqa.add_argument("--threads", type=int, default=1, metavar="N",
                        help="torch CPU threads for the BiLSTM parser / perception (default 1: on busy shared "
                             "cores more threads made BiLSTM decoding ~20x slower)")
@@ -112,7 +118,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="VLM prompt: answer directly (default) or first list every visible object, then reason "
                           "(the listed scene is also scored)")
     vlm.add_argument("--device", default="auto", metavar="D",
-                     help="transformers:MODEL backends: auto (CUDA when present), cpu, cuda, cuda:N")
+                     help="torch device of transformers:MODEL backends and of ns-vqa --scene perception: auto "
+                          "(CUDA when present), cpu, cuda, cuda:N")
     vlm.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                      help="transformers:MODEL backends: auto = bf16/fp16 on CUDA, float32 on the CPU")
     clip = parser.add_argument_group("clip-nl / clip-asp / clip-none")
@@ -211,6 +218,8 @@ def _ns_vqa(args: argparse.Namespace) -> Any:
     if args.scene != "perception" and args.perception_path:
         raise FormatError("--perception-path is used with --scene perception only", field="--perception-path",
                           value=args.perception_path)
+    if args.scene != "perception" and args.camera != "auto":
+        raise FormatError("--camera is used with --scene perception only", field="--camera", value=args.camera)
     folders = check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
                                 parser="bilstm" if args.query == "bilstm" else "given",
                                 perception_path=args.perception_path, parser_path=args.parser_path)
@@ -222,7 +231,7 @@ def _ns_vqa(args: argparse.Namespace) -> Any:
         torch.set_num_threads(args.threads)
     scene: Any = GOLD
     if args.scene == "perception":
-        scene = PerceptionSource(folders["perception"])
+        scene = PerceptionSource(folders["perception"], camera_source=args.camera, device=args.device)
     query: Any = GOLD
     if args.query == "bilstm":
         from clevr_poc.parsing.seq2seq import BiLSTMParser
@@ -244,12 +253,26 @@ def _ns_vqa(args: argparse.Namespace) -> Any:
 
 
 def _program_accuracy(report: Any, examples: list[Any]) -> dict[str, Any]:
-    """Program accuracy of an NS-VQA run with a parser: ``raw`` (the query that ran) vs the gold query."""
-    from clevr_poc.parsing.equivalence import programs_equal
+    """Program accuracy of an NS-VQA run with a parser, ``raw`` (the query that ran) vs the gold query,
+    two ways: literal (``correct``/``accuracy``: equal up to variable renaming and literal order, the
+    paper's measure) and semantic (``semantic_correct``/``semantic_accuracy``: the same answer set on the
+    example's gold partial scene, by the Reasoner)."""
+    from clevr_poc.parsing.equivalence import answers_agree, programs_equal
+    from clevr_poc.reasoning import Reasoner
 
-    gold = {_key(e, i): e.question.asp_query for i, e in enumerate(examples)}
-    correct = sum(1 for r in report.results if r.raw is not None and programs_equal(r.raw, gold.get(r.key, "")))
-    return {"correct": correct, "n": report.n, "accuracy": correct / report.n if report.n else 0.0}
+    by_key = {_key(e, i): e for i, e in enumerate(examples)}
+    reasoner = Reasoner()
+    correct = semantic = 0
+    for r in report.results:
+        example = by_key.get(r.key)
+        if r.raw is None or example is None:
+            continue
+        correct += programs_equal(r.raw, example.question.asp_query)
+        semantic += answers_agree(r.raw, example.question.asp_query, example.environment, example.partial_scene,
+                                  reasoner=reasoner)
+    n = report.n
+    return {"correct": correct, "n": n, "accuracy": correct / n if n else 0.0,
+            "semantic_correct": semantic, "semantic_accuracy": semantic / n if n else 0.0}
 
 
 def _cached(path: str, model: Any, examples: list[Any]) -> int:
@@ -324,7 +347,8 @@ def run(args: argparse.Namespace) -> int:
         if args.model == "ns-vqa" and args.query != "gold":
             extra["program_accuracy"] = _program_accuracy(report, examples)
             accuracy = extra["program_accuracy"]
-            print(f"program accuracy: {accuracy['correct']} of {accuracy['n']} ({accuracy['accuracy']:.4f})")
+            print(f"program accuracy: literal {accuracy['correct']} of {accuracy['n']} ({accuracy['accuracy']:.4f}), "
+                  f"semantic {accuracy['semantic_correct']} of {accuracy['n']} ({accuracy['semantic_accuracy']:.4f})")
         if args.model == "vlm":
             extra.update(_vlm_extra(model, report, examples))
         print(f"time: {seconds:.1f} s, {extra['seconds_per_question']} s per question"

@@ -1,6 +1,8 @@
 """Question parsers: English CLEVR-POC questions -> ASP queries (paper §4.1.2, §4.3 RQ2, Table 3).
 
-- :mod:`.equivalence` -- program accuracy: :func:`programs_equal`, :func:`program_accuracy` (torch-free);
+- :mod:`.equivalence` -- program accuracy, literal (:func:`programs_equal`, :func:`program_accuracy`: the
+  paper's measure) and semantic (:func:`semantic_program_accuracy`: same answer set) (torch-free);
+- :mod:`.official_form` -- :func:`to_official_form`, the official generator's query form (torch-free);
 - :mod:`.vocabulary` -- question tokens and the query token set (torch-free);
 - :mod:`.grammar` -- the query grammar automaton used for constrained decoding;
 - :mod:`.seq2seq` -- the NS-VQA BiLSTM seq2seq parser, :class:`BiLSTMParser`
@@ -16,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from clevr_poc.parsing.equivalence import program_accuracy, programs_equal
+from clevr_poc.parsing.equivalence import program_accuracy, programs_equal, semantic_program_accuracy
+from clevr_poc.parsing.official_form import to_official_form
 
-__all__ = ["programs_equal", "program_accuracy", "BiLSTMParser", "ParserConfig", "QuestionVocabulary",
+__all__ = ["programs_equal", "program_accuracy", "semantic_program_accuracy", "to_official_form", "BiLSTMParser", "ParserConfig", "QuestionVocabulary",
            "question_tokens", "query_tokens"]
 
 _LAZY = {

@@ -1,4 +1,9 @@
-"""Program accuracy: are two ASP queries the same program?
+"""Program accuracy, two ways: **literal** (are two ASP queries the same program? the paper's measure)
+and **semantic** (do they give the same answer set on the example?).
+
+Gold programs are in the official form (:mod:`clevr_poc.parsing.official_form`: every pairwise
+inequality written out), so a parse that leaves out ``X!=Y2`` is literally wrong, and semantically
+wrong exactly where the queried object could otherwise be the farther reference.
 
 Two queries are **equal** when their bodies are equal *as sets of literals* up to a renaming of
 variables (a bijection, the head variable mapped to the head variable) and literal order; ``X!=Y`` is
@@ -26,7 +31,7 @@ from typing import Sequence
 from clevr_poc.errors import ClevrPocError, FormatError, UnsafeProgramError
 from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
 
-__all__ = ["programs_equal", "program_accuracy", "query_literals"]
+__all__ = ["programs_equal", "program_accuracy", "query_literals", "semantic_program_accuracy", "answers_agree"]
 
 _VARIABLE = re.compile(r"^[A-Z][A-Za-z0-9_]*$", re.ASCII)
 
@@ -203,3 +208,61 @@ def program_accuracy(predictions: Sequence[str | None], golds: Sequence[str]) ->
         correct += _equal_literal_sets(head_p, lits_p, head_g, lits_g)
     return correct / len(golds)
 
+
+
+def answers_agree(prediction: str | None, gold: str, environment, scene, *, reasoner=None) -> bool:
+    """True when ``prediction`` gives the same answer set as ``gold`` on ``environment`` and ``scene``
+    (the Reasoner's official semantics). An invalid prediction (None, rejected by the sanitizer) or one
+    the solver cannot answer within its time limit agrees with nothing.
+
+    Raises:
+        UnsafeProgramError / ClevrPocError: ``gold`` itself cannot be answered.
+    """
+    if reasoner is None:
+        from clevr_poc.reasoning import Reasoner
+
+        reasoner = Reasoner()
+    expected = reasoner.answer(environment, scene, gold).values
+    if prediction is None:
+        return False
+    try:
+        return reasoner.answer(environment, scene, prediction).values == expected
+    except (ClevrPocError, TypeError):
+        return False
+
+
+def semantic_program_accuracy(predictions: Sequence[str | None], golds: Sequence[str],
+                              problems: Sequence[tuple[object, object]], *, reasoner=None) -> float:
+    """Semantic program accuracy: the share of predictions whose answer set on their example equals the
+    gold program's (:func:`answers_agree`). A literally equal program always agrees; a different one may
+    still agree on this scene (a dropped filter that does not change the referent).
+
+    Args:
+        predictions: predicted query texts (None = no parse, counted wrong).
+        golds: gold query texts.
+        problems: ``(environment, partial scene)`` of each example.
+        reasoner: the :class:`~clevr_poc.reasoning.Reasoner` (default: a new one).
+
+    Returns:
+        A float in [0, 1] (0.0 for no examples).
+
+    Raises:
+        FormatError: the sequences differ in length, or a gold query cannot be answered (naming its index).
+    """
+    if not len(predictions) == len(golds) == len(problems):
+        raise FormatError("predictions, gold programs and problems must have the same length", field="length",
+                          value=(len(predictions), len(golds), len(problems)))
+    if not golds:
+        return 0.0
+    if reasoner is None:
+        from clevr_poc.reasoning import Reasoner
+
+        reasoner = Reasoner()
+    correct = 0
+    for index, (prediction, gold, (environment, scene)) in enumerate(zip(predictions, golds, problems)):
+        try:
+            correct += answers_agree(prediction, gold, environment, scene, reasoner=reasoner)
+        except (ClevrPocError, TypeError) as exc:
+            raise FormatError(f"gold program cannot be answered: {exc}", field=f"golds[{index}]",
+                              value=gold) from None
+    return correct / len(golds)

@@ -274,6 +274,7 @@ class _Clock:
 
 
 def _line(what: str, result: Evaluation, timing: dict) -> str:
-    return (f"{what}: program accuracy {result.program_accuracy:.4f}, exact {result.exact_accuracy:.4f}, "
+    return (f"{what}: program accuracy literal {result.program_accuracy:.4f}, semantic "
+            f"{result.semantic_program_accuracy:.4f}, exact {result.exact_accuracy:.4f}, "
             f"Jaccard {result.jaccard:.4f} on {result.questions} questions "
             f"(training {timing['wall_s']:.0f} s wall, {timing['cpu_s']:.0f} s CPU)")

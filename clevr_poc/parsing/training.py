@@ -4,7 +4,9 @@
 - :func:`supervised_loss` is the masked cross-entropy of the gold choice tokens (teacher forcing; the
   grammar's masks are applied as in decoding, so forced tokens cost nothing);
 - :func:`pretrain` runs Adam over the pretraining pairs (NS-VQA: batch 64, learning rate 7e-4);
-- :func:`evaluate` reports **program accuracy** (:func:`~clevr_poc.parsing.equivalence.program_accuracy`)
+- :func:`evaluate` reports **program accuracy** two ways -- *literal* (equal to the official-form gold
+  program up to variable renaming and literal order, :func:`~clevr_poc.parsing.equivalence.program_accuracy`,
+  the paper's measure) and *semantic* (the same answer set as the gold program on the example) --
   and **answer accuracy** (exact and Jaccard, :mod:`clevr_poc.evaluation.metrics`) of greedy parses
   answered by the :class:`~clevr_poc.reasoning.Reasoner` on the gold partial scene (the paper's
   NS-VQA setting: perfect perception, §4.3 RQ2).
@@ -230,7 +232,10 @@ class Evaluation:
 
     Attributes:
         questions: number of questions.
-        program_accuracy: share of parses equal to the gold program (up to renaming and order).
+        program_accuracy: *literal* program accuracy: share of parses equal to the gold program (up to
+            variable renaming and literal order; the paper's measure).
+        semantic_program_accuracy: share of parses whose answer set on the example (gold partial scene)
+            equals the gold program's.
         exact_accuracy: share of exactly right answer sets (paper eq. 2).
         jaccard: mean Jaccard index of the answer sets (paper eq. 3).
         failures: questions whose parse could not be answered (solver time-out; constrained parses are
@@ -240,6 +245,7 @@ class Evaluation:
 
     questions: int
     program_accuracy: float
+    semantic_program_accuracy: float
     exact_accuracy: float
     jaccard: float
     failures: int
@@ -247,6 +253,7 @@ class Evaluation:
 
     def to_json(self) -> dict:
         return {"questions": self.questions, "program_accuracy": self.program_accuracy,
+                "semantic_program_accuracy": self.semantic_program_accuracy,
                 "exact_accuracy": self.exact_accuracy, "jaccard": self.jaccard, "failures": self.failures,
                 "seconds": round(self.seconds, 2)}
 
@@ -272,10 +279,13 @@ def evaluate(parser: BiLSTMParser, pairs: Sequence[ParserPair], *, reasoner: Rea
     reasoner = reasoner or Reasoner()
     predictions = parser.parse_batch([p.question for p in pairs])
     answers = answer_queries(reasoner, pairs, predictions)
+    gold_program_answers = answer_queries(reasoner, pairs, [p.query for p in pairs])
     golds = [p.answer for p in pairs]
     return Evaluation(
         questions=len(pairs),
         program_accuracy=program_accuracy(predictions, [p.query for p in pairs]),
+        semantic_program_accuracy=(sum(a is not None and a == g for a, g in zip(answers, gold_program_answers))
+                                   / len(pairs) if pairs else 0.0),
         exact_accuracy=exact_accuracy(golds, answers),
         jaccard=mean_jaccard(golds, answers),
         failures=sum(a is None for a in answers),
