@@ -47,7 +47,7 @@ HOSTILE = [
     ("two rules", OK + " missing(Q) :- hasProperty(X,color,Q).", "exactly one rule"),
     ("rule and constraint", OK + " :- hasProperty(X,color,red).", "exactly one rule"),
     ("pool", f"missing(Q) :- {BODY}, hasProperty(X,color,(red;blue)).", "';'"),
-    ("weak constraint", ":~ hasProperty(X,size,Q). [1@1]", "':'"),
+    ("weak constraint", ":~ hasProperty(X,size,Q). [1@1]", "':~'"),
     ("comparison", f"missing(Q) :- {BODY}, X < 3.", "'<'"),
     ("function term", "missing(Q) :- hasProperty(f(X),size,Q).", "function term f(...)"),
     ("anonymous variable", "missing(Q) :- hasProperty(_,size,Q).", "anonymous"),
@@ -65,7 +65,8 @@ HOSTILE = [
      "more than 40 body literals"),
     ("too many variables", OK[:-1] + "".join(f", object(V{i})" for i in range(25)) + ".", "more than 20 variables"),
     ("NUL byte", OK + "\x00", "'\\x00'"),
-    ("block comment hiding a directive", f"missing(Q) :- {BODY} %* comment\n#script (python) *%.", "'#script'"),
+    ("directive after a nested block comment", f"missing(Q) :- {BODY} %* a %* b *% c\n *% #script (python) #end.",
+     "'#script'"),
     ("empty", "", "empty query"),
 ]
 

@@ -4,15 +4,27 @@ Official layout: the background theory, then ``object(0..N-1).`` (N counts the h
 then one constraint per line (a two-rule template puts its second rule on the next line, indented by
 one space), then ``#show`` lines, which the answering semantics ignores.
 
-Environment files read from disk are untrusted: :meth:`Environment.from_lp` accepts only the background
-theory, ``object/1`` declarations, ``#show`` lines and instances of the 11 templates; anything else
-(``#script``, ``#include``, other rules) raises :class:`~clevr_poc.errors.FormatError` naming the line.
+Environment files read from disk are untrusted. :meth:`Environment.from_lp` reads them in two steps:
+
+1. before any clingo call, :mod:`clevr_poc.asp_lexer` splits the text exactly as clingo's
+   lexer does (nested ``%* *%`` comments, ``%`` and ``#!`` line comments, strings); any directive other
+   than ``#show`` and ``#count``, any ``#script`` block, string, non-ASCII or control character or
+   unclosed comment is rejected, and the comments are blanked out. Only this checked, comment-free,
+   ASCII text is handed to clingo's parser, so nothing in a file can make clingo open another file or
+   run code, and no non-ASCII text reaches clingo's logger (which aborts the interpreter on it);
+2. the parsed statements must be the complete background theory (``asp/background.lp``, every
+   statement, compared in clingo's canonical form: layout and comments do not matter), exactly one
+   ``object(0..N-1).``, instances of the 11 templates and ``#show name/arity.`` lines (optional).
+
+Anything else raises :class:`~clevr_poc.errors.FormatError` naming the file and line. The semantics
+uses only N and the constraints, re-rendered from the templates (never the file's own text).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +37,7 @@ from clevr_poc._io import atomic_write_text
 from clevr_poc.environments.templates import Constraint, constraint_from_rules
 from clevr_poc.errors import FormatError
 from clevr_poc.knowledge import read_asp
+from clevr_poc.asp_lexer import describe_error, lex
 
 #: The background theory in English, one sentence per group of rules (Appendix A, "general rules").
 BACKGROUND_DESCRIPTION: tuple[str, ...] = (
@@ -42,13 +55,23 @@ BACKGROUND_DESCRIPTION: tuple[str, ...] = (
 )
 
 MAX_OBJECTS = 20
+#: Largest environment file accepted, in characters (an official file is about 4,500; override with
+#: ``from_lp(..., max_chars=...)``).
+MAX_ENVIRONMENT_CHARS = 1_000_000
+#: Most constraints (template instances) in one environment file (sampled environments hold at most 15;
+#: override with ``from_lp(..., max_constraints=...)``). Grounding grows linearly with it.
+MAX_CONSTRAINTS = 200
+#: The only directives an environment file may hold (``#count`` appears in template and background rules).
+ALLOWED_DIRECTIVES = frozenset({"#show", "#count"})
+_ONLY = "only the background theory, object/1, constraints and #show are allowed"
 
 
 @lru_cache(maxsize=1)
-def _background_statements() -> frozenset[str]:
+def _background_statements() -> tuple[str, ...]:
+    """The background theory's statements in clingo's canonical form, in file order (no comments)."""
     statements: list[str] = []
-    clingo_ast.parse_string(read_asp("background.lp"), lambda s: statements.append(str(s)))
-    return frozenset(statements)
+    clingo_ast.parse_string(lex(read_asp("background.lp")).code_only(), lambda s: statements.append(str(s)))
+    return tuple(s for s in statements if s != "#program base.")
 
 
 @dataclass(frozen=True)
@@ -119,19 +142,29 @@ class Environment:
         return atomic_write_text(path, self.to_asp())
 
     @classmethod
-    def from_lp(cls, path: str | os.PathLike[str], *, id: int | None = None) -> "Environment":
+    def from_lp(cls, path: str | os.PathLike[str], *, id: int | None = None, max_chars: int = MAX_ENVIRONMENT_CHARS,
+                max_constraints: int = MAX_CONSTRAINTS) -> "Environment":
         """Read an official environment file (ours or the official release's).
 
         The id defaults to the number in the file name (``environment_3.lp`` or ``3.lp``), if any.
+        The text is read as is (UTF-8, line ends unchanged), as clingo would read the file.
+
+        Args:
+            max_chars: largest file accepted (characters, default :data:`MAX_ENVIRONMENT_CHARS`).
+            max_constraints: most constraints accepted (default :data:`MAX_CONSTRAINTS`).
 
         Raises:
-            FormatError: missing/unreadable file, a syntax error, no ``object/1`` declaration, or any
-                statement outside the background theory and the template language (the message names
-                the line).
+            FormatError: missing/unreadable file or not a regular file (a folder, a FIFO), over
+                ``max_chars``, a syntax error, a character or directive outside the environment language,
+                an incomplete background theory, no or two ``object/1`` declarations, or any statement
+                outside the background theory and the template language (the message names the line).
         """
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read forever
+                raise FormatError("cannot read: not a regular file", source=path)
+            with open(path, encoding="utf-8", newline="") as handle:
+                text = handle.read(max_chars + 1)
         except FileNotFoundError:
             raise FormatError("file not found", source=path) from None
         except (UnicodeDecodeError, OSError) as exc:
@@ -139,16 +172,18 @@ class Environment:
         if id is None:
             digits = "".join(ch for ch in path.stem.rsplit("_", 1)[-1] if ch.isdigit())
             id = int(digits) if digits and digits == path.stem.rsplit("_", 1)[-1] else None
-        return cls.from_asp(text, source=path, id=id)
+        return cls.from_asp(text, source=path, id=id, max_chars=max_chars, max_constraints=max_constraints)
 
     @classmethod
-    def from_asp(cls, text: str, *, source: object = "<string>", id: int | None = None) -> "Environment":
-        """Parse environment program text; see :meth:`from_lp` for what is accepted.
+    def from_asp(cls, text: str, *, source: object = "<string>", id: int | None = None,
+                 max_chars: int = MAX_ENVIRONMENT_CHARS, max_constraints: int = MAX_CONSTRAINTS) -> "Environment":
+        """Parse environment program text; see the module docstring and :meth:`from_lp` for what is
+        accepted and raised.
 
-        ``#include`` directives are rejected before the text reaches clingo's parser (which would
-        open the included file); ``#script`` blocks are parsed, never run, and rejected.
+        The text is checked with :func:`checked_code` before clingo's parser sees it; the parser gets
+        the checked text with its comments blanked out.
         """
-        _reject_includes(text, source)
+        code = checked_code(text, source=source, max_chars=max_chars)
         statements: list[clingo_ast.AST] = []
         messages: list[str] = []
 
@@ -156,15 +191,16 @@ class Environment:
             messages.append(message.strip())
 
         try:
-            clingo_ast.parse_string(text, statements.append, logger=logger)
+            clingo_ast.parse_string(code, statements.append, logger=logger)
         except RuntimeError:
             detail = messages[0] if messages else "syntax error"
             where = re.match(r"<string>:(\d+):", detail)
             detail = re.sub(r"^<string>:[\d:-]+\s*(error:\s*)?", "", detail).replace("\n", " ")
             raise FormatError(f"not a valid ASP program: {detail}", source=source,
                               field=f"line {where.group(1)}" if where else None) from None
-        lines = text.splitlines()
-        background = _background_statements()
+        lines = code.split("\n")  # clingo's lines: only "\n" ends one
+        background = frozenset(_background_statements())
+        seen_background: set[str] = set()
         num_objects: int | None = None
         # one unit per constraint: (first line of each rule, last line, canonical rules, source rules)
         units: list[tuple[list[int], int, list[str], list[str]]] = []
@@ -187,10 +223,10 @@ class Environment:
                 show_line = stmt.location.end.line
                 continue
             if kind != clingo_ast.ASTType.Rule:
-                raise FormatError("only the background theory, object/1, constraints and #show are allowed",
-                                  source=source, field=f"line {line}", value=source_text.strip()[:80])
+                raise FormatError(_ONLY, source=source, field=f"line {line}", value=source_text.strip()[:80])
             canonical = str(stmt)
             if canonical in background:
+                seen_background.add(canonical)
                 continue
             count = _object_declaration(stmt)
             if count is not None:
@@ -215,6 +251,9 @@ class Environment:
         if not 1 <= num_objects <= MAX_OBJECTS:
             raise FormatError(f"number of objects must be 1..{MAX_OBJECTS}", source=source, field="object/1",
                               value=num_objects)
+        if len(units) > max_constraints:
+            raise FormatError(f"more than {max_constraints} constraints", source=source, field="constraints",
+                              value=len(units))
         constraints: list[Constraint] = []
         for starts, _, rules, texts in units:
             try:
@@ -225,6 +264,11 @@ class Environment:
                 # two independent one-rule constraints that happen to be adjacent
                 for rule, text, start in zip(rules, texts, starts):
                     constraints.append(_constraint([rule], [text], source, start))
+        missing = [s for s in _background_statements() if s not in seen_background]
+        if missing:
+            raise FormatError(f"the background theory (asp/background.lp) is incomplete: {len(missing)} of its "
+                              f"{len(background)} statements are missing, the first one is {missing[0]!r}",
+                              source=source, field="background")
         return cls(tuple(constraints), num_objects, id, tuple(show) if show else ())
 
     def __str__(self) -> str:
@@ -236,34 +280,41 @@ def _constraint(rules: list[str], texts: list[str], source: object, line: int) -
     return constraint_from_rules(rules, source=source, line=f"line {line}", quote=texts)
 
 
-def _reject_includes(text: str, source: object) -> None:
-    """Raise FormatError at the first ``#include`` outside comments (clingo's parser would open the file)."""
-    i, line, n = 0, 1, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\n":
-            line += 1
-        elif ch == "%":
-            if text.startswith("%*", i):
-                close = text.find("*%", i + 2)
-                close = n if close < 0 else close + 2
-                line += text.count("\n", i, close)
-                i = close
-                continue
-            newline = text.find("\n", i)
-            i = n if newline < 0 else newline
-            continue
-        elif ch == '"':
-            j = i + 1
-            while j < n and text[j] not in '"\n':
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1 if j < n and text[j] == '"' else j
-            continue
-        elif text.startswith("#include", i):
-            end = text.find("\n", i)
-            raise FormatError("#include is not allowed in environment files", source=source, field=f"line {line}",
-                              value=text[i: n if end < 0 else end].strip())
-        i += 1
+def checked_code(text: str, *, source: object = "<string>", max_chars: int = MAX_ENVIRONMENT_CHARS) -> str:
+    """``text`` with its comments blanked out, after checking that every code token (as clingo's lexer
+    reads it, :mod:`clevr_poc.asp_lexer`) is allowed in an environment file.
+
+    Rejected before any clingo call: a text over ``max_chars`` characters; any lexer error (a non-ASCII
+    or control character outside comments, an unknown ``#word``, a ``"`` that starts no string, an
+    unclosed block comment); any string; ``#script`` blocks and every directive other than
+    :data:`ALLOWED_DIRECTIVES`, ``#include`` first of all (clingo's parser opens included files).
+
+    Returns:
+        ASCII text with the same lines and columns and the same code tokens, and no comment.
+
+    Raises:
+        FormatError: naming ``source`` and the line.
+    """
+    if not isinstance(text, str):
+        raise FormatError(f"expected text, got {type(text).__name__}", source=source)
+    if len(text) > max_chars:
+        raise FormatError(f"longer than {max_chars} characters", source=source, field="size", value=len(text))
+    lexed = lex(text)
+    lines = text.split("\n")
+    for token in lexed.tokens:
+        where = f"line {token.line}"
+        if token.kind == "error":
+            raise FormatError(describe_error(token), source=source, field=where)
+        if token.kind == "script" or (token.kind == "directive" and token.text not in ALLOWED_DIRECTIVES):
+            word = "#script" if token.kind == "script" else token.text
+            raise FormatError(f"{word} is not allowed: {_ONLY}", source=source, field=where,
+                              value=lines[token.line - 1].strip()[:80])
+        if token.kind == "string":
+            raise FormatError(f"strings are not allowed: {_ONLY}", source=source, field=where, value=token.text[:40])
+    code = lexed.code_only()
+    if not code.isascii():  # pragma: no cover - non-ASCII outside comments is a lexer error above
+        raise FormatError("non-ASCII text", source=source)
+    return code
 
 
 def _slice(lines: list[str], location: Any) -> str:

@@ -2,10 +2,12 @@
 
 clingo executes ``#script`` blocks (Python/Lua), reads files named by ``#include`` and calls
 ``@functions`` during grounding, so an ASP text from outside is never handed to clingo as is. The
-sanitizer tokenizes it against a whitelist of tokens (identifiers, variables, integers, ``( ) , . :-
-!=``; anything else, ``#`` first of all, is rejected), parses the one rule of the query language,
-checks every predicate and constant, and re-prints the rule from the checked structure; only that
-re-printed text ever reaches the solver.
+sanitizer splits it into tokens and comments exactly as clingo's lexer does
+(:mod:`clevr_poc.asp_lexer`: nested ``%* *%`` block comments, ``%`` and ``#!`` line comments),
+checks the tokens against a whitelist (identifiers, variables, decimal integers, ``( ) , . :- !=``;
+anything else, a directive, a string, a non-ASCII character first of all, is rejected), parses the one
+rule of the query language, checks every predicate and constant, and re-prints the rule from the
+checked structure; only that re-printed text ever reaches the solver (comments never do).
 
 Query language (SEMANTICS.md, paper §3.4)::
 
@@ -15,7 +17,10 @@ Query language (SEMANTICS.md, paper §3.4)::
   accepted and renamed to ``missing`` unless ``rename_head=False``);
 - body: positive literals ``hasProperty/3``, ``at/2``, ``left|right|front|behind/2``,
   ``same_color|same_size|same_shape|same_material/2``, ``sameProperty/3``, ``object/1``, and ``!=``
-  comparisons; arguments are variables, object ids 0..99, region ids, attribute names and values;
+  comparisons between objects (variables or object ids 0..99); other arguments are variables, object
+  ids, region ids, attribute names and values;
+- at most :data:`MAX_OBJECT_VARIABLES` distinct variables in object positions (the official question
+  families use at most 4: X, Y1, Y2, Y3), at most :data:`MAX_VARIABLES` variables in all;
 - nothing else: no directives (``#script``, ``#include``, ``#external``, ``#program``, ``#const``, ...),
   no ``not``, no aggregates, intervals, pools, functions, ``@`` calls, strings or weak constraints.
 """
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 
 from clevr_poc import domain
 from clevr_poc.errors import UnsafeProgramError
+from clevr_poc.asp_lexer import describe_error, lex, plain_tokens
 
 #: Predicates allowed in a query body, with their arities.
 QUERY_PREDICATES: dict[str, int] = {
@@ -40,6 +46,19 @@ MAX_QUERY_CHARS = 4000
 MAX_BODY_LITERALS = 40
 MAX_VARIABLES = 20
 MAX_OBJECT_ID = 99
+#: Distinct variables in object positions (first argument of ``hasProperty``/``at``/``object``, both
+#: arguments of the relations and ``sameProperty``). The official families use at most 4 (three_hop:
+#: X, Y1, Y2, Y3; SEMANTICS.md "The official query form"); the parsers' vocabulary names 6 (X, Y, Z, W,
+#: V, U). Grounding grows as N to the power of this number, so it bounds the work of one query.
+#: Override per call with ``sanitize_query(..., max_object_variables=k)``.
+MAX_OBJECT_VARIABLES = 6
+
+#: Argument positions that name objects, per predicate.
+OBJECT_POSITIONS: dict[str, tuple[int, ...]] = {
+    "hasProperty": (0,), "at": (0,), "object": (0,), "left": (0, 1), "right": (0, 1), "front": (0, 1),
+    "behind": (0, 1), "same_color": (0, 1), "same_size": (0, 1), "same_shape": (0, 1), "same_material": (0, 1),
+    "sameProperty": (0, 1), "!=": (0, 1),
+}
 
 _CONSTANTS = frozenset(domain.ATTRIBUTES) | frozenset(domain.ATTRIBUTE_OF_VALUE)
 _VARIABLE = re.compile(r"^[A-Z][A-Za-z0-9_]*$", re.ASCII)
@@ -74,21 +93,24 @@ def _reject(reason: str, text: str) -> UnsafeProgramError:
     return UnsafeProgramError(f"rejected ASP query: {reason}: {snippet!r}")
 
 
-def sanitize_query(text: str, *, rename_head: bool = True) -> SanitizedQuery:
+def sanitize_query(text: str, *, rename_head: bool = True,
+                   max_object_variables: int = MAX_OBJECT_VARIABLES) -> SanitizedQuery:
     """Check an untrusted ASP query and return its canonical form.
 
     Args:
         text: one rule, e.g. ``"missing(Q):-hasProperty(X,size,Q),hasProperty(X,color,red)."``; the
             final period may be omitted.
         rename_head: accept ``query(Q)`` / ``unknown(Q)`` heads and rename them to ``missing(Q)``.
+        max_object_variables: most distinct variables in object positions (default
+            :data:`MAX_OBJECT_VARIABLES`).
 
     Returns:
         :class:`SanitizedQuery`.
 
     Raises:
         UnsafeProgramError: anything outside the query language (the message says what), or a text
-            longer than :data:`MAX_QUERY_CHARS`, more than :data:`MAX_BODY_LITERALS` literals or
-            :data:`MAX_VARIABLES` variables.
+            longer than :data:`MAX_QUERY_CHARS`, more than :data:`MAX_BODY_LITERALS` literals,
+            :data:`MAX_VARIABLES` variables or ``max_object_variables`` object variables.
     """
     if not isinstance(text, str):
         raise UnsafeProgramError(f"rejected ASP query: expected a string, got {type(text).__name__}")
@@ -106,12 +128,21 @@ def sanitize_query(text: str, *, rename_head: bool = True) -> SanitizedQuery:
         raise _reject(f"more than {MAX_BODY_LITERALS} body literals ({len(body)})", text)
     variables: set[str] = set()
     atom_variables: set[str] = set()
+    object_variables: set[str] = set()
     literals: list[str] = []
     attribute: str | None = None
     for name, args in body:
         names = {a for a in args if _VARIABLE.match(a)}
         variables |= names
+        object_variables.update(args[i] for i in OBJECT_POSITIONS.get(name, ()) if i < len(args)
+                                and _VARIABLE.match(args[i]))
         if name == "!=":
+            for arg in args:
+                if not _VARIABLE.match(arg) and not _NUMBER.match(arg):
+                    raise _reject(f"{arg!r} in {args[0]} != {args[1]} is not an object (a variable or an "
+                                  f"object id)", text)
+                if _NUMBER.match(arg) and int(arg) > MAX_OBJECT_ID:
+                    raise _reject(f"number {arg} out of range 0..{MAX_OBJECT_ID}", text)
             literals.append(f"{args[0]}!={args[1]}")
             continue
         atom_variables |= names
@@ -146,6 +177,9 @@ def sanitize_query(text: str, *, rename_head: bool = True) -> SanitizedQuery:
                 raise _reject(f"{arg!r} is not an object (variable or object id)", text)
     if len(variables) > MAX_VARIABLES:
         raise _reject(f"more than {MAX_VARIABLES} variables ({len(variables)})", text)
+    if len(object_variables) > max_object_variables:
+        raise _reject(f"more than {max_object_variables} object variables ({len(object_variables)}: "
+                      f"{', '.join(sorted(object_variables))}; the official questions use at most 4)", text)
     if head_var not in variables:
         raise _reject(f"head variable {head_var} does not occur in the body", text)
     unsafe = sorted(variables - atom_variables)
@@ -155,34 +189,68 @@ def sanitize_query(text: str, *, rename_head: bool = True) -> SanitizedQuery:
     return SanitizedQuery(canonical, head_var, tuple(literals), attribute, tuple(body))
 
 
-_TOKEN = re.compile(r"[ \t\r\n]+|%[^\n]*|:-|!=|\.\.|[(),.]|[A-Za-z_][A-Za-z0-9_]*|[0-9]+", re.ASCII)
+_DIRECTIVE_HINT = "(no #script, #include, #external, #program, #const or any other directive)"
 
 
 def _tokenize(text: str) -> list[str]:
-    # fast path: the same leftmost-first matches as the loop below (findall scans the same way), valid
-    # when they cover the whole text (no character left unmatched) and hold no interval; anything else
-    # goes through the loop, which names the offending character
-    matches = _TOKEN.findall(text)
-    if sum(map(len, matches)) == len(text) and ".." not in matches:
-        return [t for t in matches if not t[0].isspace() and t[0] != "%"]
-    tokens: list[str] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            char = text[pos]
-            if char == "#":
-                word = re.match(r"#[A-Za-z_]*", text[pos:]).group(0)
-                raise _reject(f"directive {word!r} is not allowed (no #script, #include, #external, "
-                              f"#program, #const or any other directive)", text)
-            raise _reject(f"character {char!r} is not part of the query language", text)
-        token = m.group(0)
+    """Code tokens of ``text`` as clingo reads them (:mod:`.asp_lexer`; comments dropped), checked
+    against the query language's token whitelist."""
+    tokens = plain_tokens(text)  # fast path: no comment, string, directive or odd character
+    if tokens is None:
+        lexed = lex(text)
+        for token in lexed.tokens:
+            if token.kind == "error":
+                if len(token.text) == 1:
+                    detail = describe_error(token)
+                    raise _reject(f"character {token.text!r} is not part of the query language"
+                                  + (f" ({detail})" if "non-ASCII" in detail or token.text == '"' else ""), text)
+                if token.text.startswith("#") and token.text != "#script":
+                    raise _reject(f"directive {token.text!r} is not allowed {_DIRECTIVE_HINT}", text)
+                raise _reject(describe_error(token), text)
+            if token.kind in ("directive", "script"):
+                word = "#script" if token.kind == "script" else token.text
+                raise _reject(f"directive {word!r} is not allowed {_DIRECTIVE_HINT}", text)
+            if token.kind == "string":
+                raise _reject(f"character {chr(34)!r} is not part of the query language (no strings: "
+                              f"{token.text[:20]!r})", text)
+        tokens = [t.text for t in lexed.tokens]
+    for token in tokens:
+        if token in _ALLOWED_PUNCT:
+            continue
         if token == "..":
             raise _reject("intervals (a..b) are not part of the query language", text)
-        if not token[0].isspace() and token[0] != "%":
-            tokens.append(token)
-        pos = m.end()
+        first = token[0]
+        if first.isdigit():
+            if not _NUMBER.match(token):
+                raise _reject(f"number {token!r} is not a decimal object id", text)
+            continue
+        if first.isalpha() or first in "_'":
+            if "'" in token:
+                raise _reject(f"{token!r}: primes (') are not part of the query language", text)
+            continue
+        raise _reject(f"{token!r} is not part of the query language", text)
+    _check_parentheses(tokens, text)
     return tokens
+
+
+_ALLOWED_PUNCT = frozenset({"(", ")", ",", ".", ":-", "!="})
+
+
+def _check_parentheses(tokens: list[str], text: str) -> None:
+    """Reject unbalanced parentheses with a message that says so (before the parser reads a term)."""
+    depth = 0
+    opened: list[str] = []
+    for i, token in enumerate(tokens):
+        if token == "(":
+            depth += 1
+            opened.append(tokens[i - 1] if i else "(")
+        elif token == ")":
+            depth -= 1
+            if depth < 0:
+                raise _reject("unmatched ')' (no '(' to close)", text)
+            opened.pop()
+    if depth > 0:
+        raise _reject(f"unclosed parenthesis: the '(' after {opened[-1]!r} is never closed", text)
 
 
 class _Parser:
