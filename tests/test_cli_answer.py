@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clevr_poc.examples import example_dir
+from clevr_poc.knowledge import read_asp
 
 HAS_EXPLANATIONS = importlib.util.find_spec("clevr_poc.reasoning.explanations") is not None
 APPENDIX_A_QUERY = ("missing(Q) :- hasProperty(X,size,Q), hasProperty(X,material,rubber), hasProperty(X,color,red), "
@@ -131,7 +132,7 @@ def _bad_inputs(d: Path) -> dict[str, list[str]]:
     bad_rel = json.loads((d / "scene.json").read_text())
     bad_rel["relationships"]["left"][0] = [7]
     (d / "badrel.json").write_text(json.dumps(bad_rel), encoding="utf-8")
-    (d / "two.lp").write_text("object(0..1).\n", encoding="utf-8")
+    (d / "two.lp").write_text(read_asp("background.lp") + "object(0..1).\n", encoding="utf-8")
     (d / "rule.lp").write_text("object(0..4).\n:- foo(X).\n", encoding="utf-8")
     (d / "syntax.lp").write_text("object(0..4\n", encoding="utf-8")
     (d / "noquery.json").write_text('{"question": "what?"}', encoding="utf-8")
@@ -192,7 +193,7 @@ def test_bad_input_is_one_error_line(case, appendix_a_files):
 def test_solver_timeout_is_one_error_line(tmp_path):
     """13 objects cannot fit 4 regions of capacity 3: proving it is a pigeonhole problem, far beyond a
     0.05 s limit; the command must stop at the limit with a one-line error."""
-    (tmp_path / "crowded.lp").write_text("object(0..12).\n", encoding="utf-8")
+    (tmp_path / "crowded.lp").write_text(read_asp("background.lp") + "object(0..12).\n", encoding="utf-8")
     (tmp_path / "empty.json").write_text('{"objects": [], "relationships": {}}', encoding="utf-8")
     for mode in ("compiled", "direct"):
         result = cli("--environment", str(tmp_path / "crowded.lp"), "--scene", str(tmp_path / "empty.json"),

@@ -391,7 +391,7 @@ def test_environment_file_round_trip(tmp_path):
     assert again.to_asp() == ALL_ELEVEN.to_asp()
 
 
-HAND_WRITTEN = """\
+HAND_WRITTEN = read_asp("background.lp") + """\
 %%% An environment written by hand in the official layout (own text, odd spacing on purpose).
 property(color, gray).   property(color,red).
 property( shape , cube ).
