@@ -127,3 +127,34 @@ def test_appendix_a_generator_question_keeps_its_answer_in_the_official_form():
                              "X!=Y, same_shape(Y,X).")
     assert query.endswith("hasProperty(X,color,red), hasProperty(X,material,rubber), X!=Y, same_shape(Y,X).")
     assert Reasoner().answer(environment, partial, query).values == {"small", "medium"}
+
+
+# ---------------------------------------------------------------------- re-wording (benchmarks/parser_official_phrasings.py)
+def test_reword_fills_every_variant_of_the_same_structure_with_the_questions_values(tiny_dataset):
+    import random
+    import re
+
+    from clevr_poc import domain
+    from clevr_poc.dataset import load_dataset
+    from clevr_poc.generation.questions import load_templates
+    from clevr_poc.parsing.rewording import by_structure, reword, source_template, template_values
+
+    templates = load_templates()
+    targets = by_structure(templates)
+    words = {w: v for v, ws in domain.SYNONYMS.items() if v in domain.ATTRIBUTE_OF_VALUE for w in ws}
+    words.update({v: v for v in domain.ATTRIBUTE_OF_VALUE})
+    for example in list(load_dataset(tiny_dataset))[:12]:
+        question = example.question
+        source = source_template(question, templates)
+        values = template_values(question, source)
+        assert set(values) == set(source.param_types)
+        # the values are the query's constants (one per description literal and relation)
+        constants = sorted(re.findall(r"hasProperty\(\w+,\w+,([a-z]+)\)", question.asp_query)
+                           + re.findall(r"\b(left|right|front|behind)\(", question.asp_query))
+        assert sorted(v for v in values.values() if v) == constants
+        texts = reword(question, source, targets, random.Random(0))
+        assert len(texts) == len(source.text)
+        for text in texts:
+            named = sorted(words[w] for w in re.findall(r"[a-z]+(?:-sized)?", text.lower().replace("how large is", ""))
+                           if w in words)
+            assert named == sorted(v for k, v in values.items() if v and source.param_types[k] != "Relation"), text
