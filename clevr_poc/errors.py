@@ -14,10 +14,12 @@ class FormatError(ClevrPocError, ValueError):
         source: file path or a description of where the data came from (may be None).
         field: the field / line / key that is wrong (may be None).
         value: the offending value (may be None).
+        message: the message without source, field and value.
     """
 
     def __init__(self, message: str, *, source: object = None, field: object = None, value: object = None):
         self.source = None if source is None else str(source)
+        self.message = message  # the bare message, without source, field and value
         self.field = field
         self.value = value
         where = []

@@ -346,6 +346,6 @@ def constraint_from_rules(rules: list[str], *, source: object = None, line: obje
                 return Constraint("negation_two",
                                   {"r": a["r"], "p1": a["p1"], "v1": a["v1"], "p2": b["p1"], "v2": b["v1"]})
     except FormatError as exc:
-        raise FormatError(str(exc), source=source, field=line, value=" ".join(shown)) from None
+        raise FormatError(f"parameter {exc.field}: {exc.message}", source=source, field=line, value=exc.value) from None
     raise FormatError("these rules do not form one template instance", source=source, field=line,
                       value=" ".join(shown))

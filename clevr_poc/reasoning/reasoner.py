@@ -7,7 +7,9 @@ call, no enumeration of every model), in process.
 
 Two modes give the same answers:
 
-- ``"direct"``: the program above as text, grounded and solved per question (about 20 ms of CPU);
+- ``"direct"``: the program above as text, grounded and solved per question (about 20 ms of CPU) in a
+  worker process that is killed at the time limit (:mod:`clevr_poc.reasoning.isolated`: grounding cannot
+  be interrupted in process);
 - ``"compiled"`` (default): the environment is grounded once and each question is a set of
   assumptions (:mod:`clevr_poc.reasoning.compiled`, 0.7-1.2 ms of CPU for 5-9 objects, see
   ``docs/benchmarks.md``); queries outside the compiled
@@ -27,11 +29,12 @@ import clingo
 from clevr_poc import domain
 from clevr_poc.answer import Answer
 from clevr_poc.environments.environment import Environment
-from clevr_poc.errors import FormatError, SolverTimeoutError, UnsatisfiableError
+from clevr_poc.errors import FormatError, SolverTimeoutError, UnsafeProgramError, UnsatisfiableError
 from clevr_poc.knowledge import read_asp
 from clevr_poc.question import Question
 from clevr_poc.reasoning.compiled import MAX_SLOTS, EnvironmentSolver, compile_query
-from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.reasoning.isolated import solve_brave_isolated
+from clevr_poc.reasoning.sanitizer import MAX_OBJECT_VARIABLES, SanitizedQuery, sanitize_query
 from clevr_poc.reasoning.watchdog import solve_brave
 from clevr_poc.scene import Scene
 
@@ -61,19 +64,28 @@ class Reasoner:
     """Answer CLEVR-POC questions with clingo (official semantics, brave consequences).
 
     Args:
-        time_limit: seconds allowed for one solver call (default 10.0); exceeding it raises
+        time_limit: seconds allowed for one question (default 10.0): the solve call in compiled mode
+            (the environment's grounding, bounded by its size, is not counted); grounding and solving
+            in direct mode, whose worker process is killed when it has not answered within
+            ``time_limit`` + :data:`~clevr_poc.reasoning.isolated.GRACE_SECONDS`. Exceeding it raises
             :class:`~clevr_poc.errors.SolverTimeoutError`.
         rename_head: accept ``query(Q)`` / ``unknown(Q)`` heads (see :func:`sanitize_query`).
+        isolate: run direct mode in a worker process (default True); False grounds in process, where
+            the time limit cannot stop grounding (only for trusted, small queries).
+        max_object_variables: most distinct object variables a query may use (default
+            :data:`~clevr_poc.reasoning.sanitizer.MAX_OBJECT_VARIABLES` = 6).
 
-    Every query goes through :func:`~clevr_poc.reasoning.sanitizer.sanitize_query`; environments
-    come as :class:`~clevr_poc.environments.Environment` objects (files are checked when read).
-    Thread-safe: every call builds its own clingo ``Control``.
+    Every query goes through :func:`~clevr_poc.reasoning.sanitizer.sanitize_query`, a
+    :class:`SanitizedQuery` too (its text is checked again: a hand-built one is not trusted);
+    environments come as :class:`~clevr_poc.environments.Environment` objects (files are checked when
+    read). Thread-safe: every call builds its own clingo ``Control`` or worker call.
     """
 
     MODES = ("compiled", "direct")
 
     def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True, mode: str = "compiled",
-                 cache_size: int = 64) -> None:
+                 cache_size: int = 64, isolate: bool = True,
+                 max_object_variables: int = MAX_OBJECT_VARIABLES) -> None:
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
         if mode not in self.MODES:
@@ -81,6 +93,8 @@ class Reasoner:
         self.time_limit = float(time_limit)
         self.rename_head = rename_head
         self.mode = mode
+        self.isolate = isolate
+        self.max_object_variables = max_object_variables
         self.cache_size = cache_size
         self._solvers: OrderedDict[tuple[int, str], dict[int, EnvironmentSolver]] = OrderedDict()
         self._solvers_lock = threading.Lock()
@@ -89,12 +103,13 @@ class Reasoner:
 
     # ------------------------------------------------------------------ public API
     def sanitize(self, query: QueryLike) -> SanitizedQuery:
-        """The checked form of ``query`` (a string, a :class:`Question` or an already checked query)."""
+        """The checked form of ``query`` (a string, a :class:`Question` or a :class:`SanitizedQuery`,
+        whose text is checked again: only the sanitizer's own output is ever solved)."""
         if isinstance(query, SanitizedQuery):
-            return query
-        if isinstance(query, Question):
+            query = query.text
+        elif isinstance(query, Question):
             query = query.asp_query
-        return sanitize_query(query, rename_head=self.rename_head)
+        return sanitize_query(query, rename_head=self.rename_head, max_object_variables=self.max_object_variables)
 
     def answer(self, environment: Environment, scene: Scene, query: QueryLike, *, strict: bool = False) -> Answer:
         """All values of the queried attribute consistent with environment + scene + query.
@@ -204,6 +219,13 @@ class Reasoner:
         return SolveResult(satisfiable, values)
 
     def _solve(self, program: str) -> SolveResult:
+        if not program.isascii():  # clingo's logger aborts the interpreter on non-ASCII messages
+            raise UnsafeProgramError("rejected ASP program: non-ASCII text")
+        if self.isolate:
+            satisfiable, values, timed_out = solve_brave_isolated(program, self.time_limit)
+            if timed_out:
+                raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s")
+            return SolveResult(satisfiable, values)
         control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=_silent)
         control.add("base", [], program)
         control.ground([("base", [])])
