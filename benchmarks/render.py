@@ -1,7 +1,8 @@
 """Rendering speed (and quality): seconds per image with the defaults vs the official CLEVR-POC settings.
 
     python benchmarks/render.py                       # defaults on 6 scenes + official settings on 2
-    python benchmarks/render.py --quality             # + PSNR vs a 512-sample reference per sample count
+    python benchmarks/render.py --quality             # + PSNR/SSIM vs 512-sample references per setting
+    python benchmarks/render.py --quality --style ours  # the same for our former look
     python benchmarks/render.py --eevee               # + EEVEE (software OpenGL when there is no GPU)
     python benchmarks/render.py --figures docs/images # + the pictures of docs/rendering.md
 
@@ -10,7 +11,15 @@ uniformly in their regions (no overlap, every object visible), fixed seeds. Time
 ``render_scene`` (Blender scene build + render + PNG + masks), the first render of the process excluded
 as a warm-up (Cycles loads its kernels then; printed separately). Official settings (CLEVR-POC release,
 CLEVR's ``render_images.py``): 320 x 320, 512 samples, Cycles, no denoiser, no adaptive sampling
-(Blender 2.78 had neither).
+(Blender 2.78 had neither). CPU seconds (all threads of this process) are printed beside wall clock:
+they depend much less on other processes sharing the machine; the load average is printed too.
+
+``--quality``: ``--quality-images`` scenes (default 6) in the chosen style, each rendered at 512 samples
+without denoiser or adaptive sampling (the reference; cached in ``--reference-cache``, default
+``/tmp/clevr_poc_render_refs``, except the first ``--fresh-references`` ones, rendered in this run so
+that the ratio to 512 samples is measured in the same process) and at each candidate setting; PSNR
+(dB) and SSIM (``skimage.metrics.structural_similarity``, 8-bit RGB) against the reference, averaged
+over the scenes, with seconds per image and the speed-up over 512 samples.
 """
 
 from __future__ import annotations
@@ -29,13 +38,18 @@ import numpy as np
 
 from clevr_poc import domain
 from clevr_poc.rendering import check_visibility, render_scene
-from clevr_poc.rendering.render import DEFAULT_HEIGHT, DEFAULT_SAMPLES, DEFAULT_WIDTH
+from clevr_poc.rendering.render import DEFAULT_SAMPLES
+from clevr_poc.rendering.styles import STYLE_NAMES, get_style
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
 OFFICIAL = {"width": 320, "height": 320, "samples": 512, "denoise": False, "adaptive": False}
 
 
-def random_scene(seed: int, n: int | None = None) -> Scene:
+#: Candidate settings of ``--quality``: (samples, OpenImageDenoise).
+CANDIDATES = ((4, True), (8, True), (16, True), (32, True), (8, False), (32, False), (128, False))
+
+
+def random_scene(seed: int, n: int | None = None, style: str = "official") -> Scene:
     """A scene of 5-9 random objects, each inside its region, no two closer than their radii + 0.3."""
     rng = random.Random(seed)
     n = n or rng.randint(5, 9)
@@ -61,7 +75,7 @@ def random_scene(seed: int, n: int | None = None) -> Scene:
             continue
         scene = Scene(tuple(objects), compute_relationships([(o.coords_3d[0], o.coords_3d[1]) for o in objects]),
                       image_filename=f"bench_{seed}.png")
-        if check_visibility(scene, seed=seed).ok:
+        if check_visibility(scene, seed=seed, style=style).ok:
             return scene
 
 
@@ -77,20 +91,95 @@ def time_renders(scenes, out: Path, tag: str, **settings) -> tuple[list[float], 
     return times, cpu
 
 
-def psnr(a_path: Path, b_path: Path) -> float:
+def _rgb(path: Path) -> np.ndarray:
     from PIL import Image
 
-    a = np.asarray(Image.open(a_path).convert("RGB"), dtype=float)
-    b = np.asarray(Image.open(b_path).convert("RGB"), dtype=float)
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"), dtype=float)
+
+
+def psnr(a_path: Path, b_path: Path) -> float:
+    a, b = _rgb(a_path), _rgb(b_path)
     mse = float(((a - b) ** 2).mean())
     return float("inf") if mse == 0 else 10 * math.log10(255 ** 2 / mse)
+
+
+def ssim(a_path: Path, b_path: Path) -> float:
+    """SSIM of two 8-bit RGB images (scikit-image, Gaussian-free 7x7 windows, mean over channels)."""
+    from skimage.metrics import structural_similarity
+
+    return float(structural_similarity(_rgb(a_path), _rgb(b_path), channel_axis=2, data_range=255.0))
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:  # pragma: no cover
+        return "n/a"
+
+
+def quality(style: str, n: int, out: Path, cache: Path, fresh: int) -> None:
+    """The ``--quality`` table (module doc)."""
+    import json
+
+    try:
+        import skimage  # noqa: F401
+    except ImportError:
+        print("--quality needs scikit-image for SSIM: pip install scikit-image", file=sys.stderr)
+        return
+    st = get_style(style)
+    scenes = [random_scene(200 + k, style=style) for k in range(n)]
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"\nquality, style {style} at {st.width}x{st.height}, {n} scenes, vs 512 samples (no denoiser, no "
+          f"adaptive sampling); load average {load_average()}")
+    references, ref_wall, ref_cpu = [], [], []
+    for k, scene in enumerate(scenes):
+        path = cache / f"{style}_{st.width}x{st.height}_scene{200 + k}_512.png"
+        meta = path.with_suffix(".json")
+        if k < fresh or not (path.exists() and meta.exists()):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            render_scene(scene, path, style=style, seed=k, samples=512, denoise=False, adaptive=False)
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            meta.write_text(json.dumps({"wall": wall, "cpu": cpu, "load": load_average()}))
+            ref_wall.append(wall)
+            ref_cpu.append(cpu)
+            print(f"  reference {k}: {wall:.1f} s wall, {cpu:.1f} s CPU (rendered now)", flush=True)
+        references.append(path)
+    if not ref_wall:
+        print("  (every reference from the cache: no 512-sample timing in this run; use --fresh-references 1)")
+    ref_mean_wall = statistics.mean(ref_wall) if ref_wall else float("nan")
+    ref_mean_cpu = statistics.mean(ref_cpu) if ref_cpu else float("nan")
+    print(f"  512 samples: {ref_mean_wall:.1f} s wall, {ref_mean_cpu:.1f} s CPU per image "
+          f"({len(ref_wall)} rendered in this run)")
+    print("  setting              PSNR dB   SSIM     s/image wall   s/image CPU   speed-up vs 512 (CPU)")
+    for samples, denoise in CANDIDATES:
+        values, walls, cpus = [], [], []
+        for k, scene in enumerate(scenes):
+            path = out / f"quality_{style}_{samples}_{'oidn' if denoise else 'raw'}_{k}.png"
+            start, start_cpu = time.perf_counter(), time.process_time()
+            render_scene(scene, path, style=style, seed=k, samples=samples, denoise=denoise)
+            walls.append(time.perf_counter() - start)
+            cpus.append(time.process_time() - start_cpu)
+            values.append((psnr(path, references[k]), ssim(path, references[k])))
+        label = f"{samples:4d} spp{' + OIDN' if denoise else '       '}"
+        print(f"  {label:18s} {statistics.mean(v[0] for v in values):7.2f}  {statistics.mean(v[1] for v in values):.4f}"
+              f"  {statistics.mean(walls):10.2f}  {statistics.mean(cpus):12.2f}  "
+              f"{ref_mean_cpu / statistics.mean(cpus):10.1f}x", flush=True)
+    print(f"  load average at the end: {load_average()}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=6, help="scenes rendered with the defaults")
     parser.add_argument("--official-images", type=int, default=2, help="scenes rendered with official settings")
-    parser.add_argument("--quality", action="store_true", help="PSNR vs a 512-sample reference per sample count")
+    parser.add_argument("--style", default="official", choices=STYLE_NAMES, help="render style (default: official)")
+    parser.add_argument("--quality", action="store_true", help="PSNR/SSIM vs 512-sample references per setting")
+    parser.add_argument("--quality-images", type=int, default=6, help="scenes of --quality (default 6)")
+    parser.add_argument("--fresh-references", type=int, default=1,
+                        help="references rendered in this run even when cached (default 1)")
+    parser.add_argument("--reference-cache", type=Path, default=Path("/tmp/clevr_poc_render_refs"),
+                        help="folder of cached 512-sample references")
+    parser.add_argument("--skip-speed", action="store_true", help="only --quality (no default/official timing)")
     parser.add_argument("--eevee", action="store_true", help="also time EEVEE")
     parser.add_argument("--figures", type=Path, default=None, help="write the docs pictures to this folder")
     parser.add_argument("--keep", type=Path, default=None, help="keep the renders in this folder")
@@ -102,23 +191,29 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out = args.keep or Path(tempfile.mkdtemp(prefix="clevr_poc_render_bench_"))
     out.mkdir(parents=True, exist_ok=True)
-    print(f"CPUs: {len(os.sched_getaffinity(0))}; renders in {out}")
-    if args.images < 1 or args.official_images < 0:
-        parser.error("--images must be >= 1 and --official-images >= 0")
-    scenes = [random_scene(100 + k) for k in range(max(args.images, args.official_images, 2))]
+    print(f"CPUs: {len(os.sched_getaffinity(0))}; load average {load_average()}; renders in {out}")
+    if args.images < 1 or args.official_images < 0 or args.quality_images < 1:
+        parser.error("--images and --quality-images must be >= 1 and --official-images >= 0")
+    st = get_style(args.style)
+    scenes = [random_scene(100 + k, style=args.style) for k in range(max(args.images, args.official_images, 2))]
 
     start = time.perf_counter()
-    render_scene(scenes[0], out / "warmup.png", seed=0)
+    render_scene(scenes[0], out / "warmup.png", seed=0, style=args.style)
     print(f"warm-up render (kernel loading): {time.perf_counter() - start:.2f} s")
+    if args.skip_speed:
+        if args.quality:
+            quality(args.style, args.quality_images, out, args.reference_cache, args.fresh_references)
+        return 0
 
-    print(f"defaults: {DEFAULT_WIDTH}x{DEFAULT_HEIGHT}, {DEFAULT_SAMPLES} samples, Cycles + OpenImageDenoise")
-    default_times, default_cpu = time_renders(scenes[:args.images], out, "default")
+    print(f"defaults: style {args.style}, {st.width}x{st.height}, {DEFAULT_SAMPLES} samples, Cycles + OpenImageDenoise")
+    default_times, default_cpu = time_renders(scenes[:args.images], out, "default", style=args.style)
     default_mean = statistics.mean(default_times)
     print(f"\nseconds per image, defaults: {default_mean:.2f} wall (min {min(default_times):.2f}, "
           f"max {max(default_times):.2f}, {len(default_times)} images), {statistics.mean(default_cpu):.2f} CPU")
     if args.official_images:
         print("official: 320x320, 512 samples, Cycles, no denoiser, no adaptive sampling")
-        official_times, official_cpu = time_renders(scenes[:args.official_images], out, "official", **OFFICIAL)
+        official_times, official_cpu = time_renders(scenes[:args.official_images], out, "official", style=args.style,
+                                                    **OFFICIAL)
         official_mean = statistics.mean(official_times)
         print(f"seconds per image, official settings: {official_mean:.2f} wall ({len(official_times)} images), "
               f"{statistics.mean(official_cpu):.2f} CPU")
@@ -127,20 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print("(CPU seconds are less sensitive than wall clock to other processes sharing the machine)")
 
     if args.quality:
-        print("\nquality at 320x240 vs a 512-sample render (no denoiser, no adaptive sampling; PSNR in dB; "
-              "same scene and seed; adaptive sampling on below):")
-        scene = scenes[0]
-        reference = out / "quality_reference.png"
-        start = time.perf_counter()
-        render_scene(scene, reference, seed=0, samples=512, denoise=False, adaptive=False)
-        print(f"  reference (512 samples): {time.perf_counter() - start:.1f} s")
-        for samples, denoise in ((4, True), (8, True), (16, True), (32, True), (64, False), (128, False)):
-            path = out / f"quality_{samples}_{'oidn' if denoise else 'raw'}.png"
-            start, start_cpu = time.perf_counter(), time.process_time()
-            render_scene(scene, path, seed=0, samples=samples, denoise=denoise)
-            seconds, cpu = time.perf_counter() - start, time.process_time() - start_cpu
-            print(f"  {samples:4d} samples{' + OIDN' if denoise else '       '}: {seconds:6.2f} s wall, "
-                  f"{cpu:6.2f} s CPU, PSNR {psnr(path, reference):.1f} dB")
+        quality(args.style, args.quality_images, out, args.reference_cache, args.fresh_references)
 
     if args.eevee:
         print("\nEEVEE (same scenes, 16 anti-aliasing samples):")

@@ -86,11 +86,16 @@ def test_unit_shapes_span_minus_one_to_one_and_objects_rest_on_the_ground():
         assert np.abs(mesh.vertices).max(axis=0) == pytest.approx((1.0, 1.0, 1.0))
         # normals point outwards: away from the centre
         assert (np.einsum("ij,ij->i", mesh.vertices, mesh.normals) > 0).all()
-    cube = object_mesh("cube", "large", 1.0, 2.0, 45.0)
+    cube = object_mesh("cube", "large", 1.0, 2.0, 45.0, mesh_set="ours", shrink_cube=True)
     assert cube.vertices[:, 2].min() == pytest.approx(0.0, abs=1e-12)
-    assert object_scale("cube", "large") == pytest.approx(1 / math.sqrt(2))
-    # a cube rotated by 45 degrees still fits in its size's circle (radius 1.0 for large)
+    assert object_scale("cube", "large", shrink_cube=True) == pytest.approx(1 / math.sqrt(2))
+    # a shrunk cube rotated by 45 degrees still fits in its size's circle (radius 1.0 for large)
     assert np.hypot(cube.vertices[:, 0] - 1.0, cube.vertices[:, 1] - 2.0).max() <= 1.0 + 1e-9
+    # the official cube is not shrunk (CLEVR-POC's 'Cube' test never matches its lower-case names)
+    assert object_scale("cube", "large") == 1.0 and object_scale("cube", "small") == 0.39
+    official = object_mesh("cube", "large", 1.0, 2.0, 0.0)
+    assert official.vertices[:, 2].min() == pytest.approx(0.0, abs=1e-12)
+    assert official.vertices[:, 0].max() - official.vertices[:, 0].min() == pytest.approx(2.0)
 
 
 # ---------------------------------------------------------------------- RLE
@@ -140,14 +145,14 @@ def test_check_visibility_reports_occluded_and_out_of_view_objects():
         _obj("green", "cylinder", "medium", "rubber", 3, 3.0, -3.0),
         _obj("gray", "cone", "small", "rubber", 1, 40.0, 40.0),      # far outside the view
     ))
-    report = check_visibility(scene, camera=camera)
+    report = check_visibility(scene, camera=camera, style="ours")
     assert not report.ok
     assert report.min_pixels == 40
     assert [(o.index, o.reason) for o in report.offending] == [(1, "occluded"), (3, "too_small")]
     assert report.offending[0].footprint >= 40 and report.pixels[1] == report.offending[0].pixels < 40
     assert report.pixels[0] > 500 and report.pixels[3] == 0
     partial = scene.without_object(1)
-    assert check_visibility(Scene(partial.objects[:2]), camera=camera).ok  # without cube and cone
+    assert check_visibility(Scene(partial.objects[:2]), camera=camera, style="ours").ok  # without cube and cone
 
 
 def test_relayout_is_bounded_and_counted(tmp_path):
@@ -163,8 +168,8 @@ def test_relayout_is_bounded_and_counted(tmp_path):
         calls.append((attempt, [o.index for o in report.offending]))
         return scene
 
-    result = render_scene(occluded, tmp_path / "x.png", camera_jitter=0.0, relayout=still_hidden, max_relayouts=3,
-                          skip_invisible=True)
+    result = render_scene(occluded, tmp_path / "x.png", style="ours", camera_jitter=0.0, relayout=still_hidden,
+                          max_relayouts=3, skip_invisible=True)
     assert calls == [(1, [1]), (2, [1]), (3, [1])]
     assert result.stats.relayouts == 3 and not result.stats.rendered and result.image_path is None
     assert not (tmp_path / "x.png").exists()
@@ -196,8 +201,9 @@ def renders(bpy, tmp_path_factory):
     from clevr_poc.rendering import render_scene
 
     out = tmp_path_factory.mktemp("renders")
-    complete = render_scene(SCENE, out / "complete.png", width=160, height=120, samples=4, seed=11, index_pass=True)
-    partial = render_scene(SCENE.without_object(0), out / "partial.png", width=160, height=120, samples=4, seed=11)
+    kw = dict(style="ours", width=160, height=120, samples=4, seed=11)
+    complete = render_scene(SCENE, out / "complete.png", index_pass=True, **kw)
+    partial = render_scene(SCENE.without_object(0), out / "partial.png", **kw)
     return complete, partial
 
 
@@ -284,8 +290,8 @@ def test_relayout_that_fixes_the_scene_is_rendered(bpy, tmp_path):
         return Scene((scene.objects[0], SceneObject(cube.color, cube.shape, cube.size, cube.material, 0,
                                                     (-1.0, 4.5, 0.0))))
 
-    result = render_scene(occluded, tmp_path / "y.png", width=64, height=48, samples=1, camera_jitter=0.0,
-                          relayout=move_it, min_pixels=3)
+    result = render_scene(occluded, tmp_path / "y.png", style="ours", width=64, height=48, samples=1,
+                          camera_jitter=0.0, relayout=move_it, min_pixels=3)
     assert result.stats.relayouts == 1 and result.visibility.ok and result.stats.rendered
     assert result.scene.objects[1].coords_3d == (-1.0, 4.5, pytest.approx(0.39 / math.sqrt(2)))
     assert result.image_path.exists()

@@ -2,9 +2,11 @@
 
 A thin shell over :func:`clevr_poc.generation.dataset.generate_dataset` (see there for the layout,
 determinism, resuming and the visibility check). Running the same command again on the same folder
-finishes an interrupted run; a folder generated with other settings is refused. Bad values
-(``--splits train=abc``, a negative count, an unknown executor) end with one ``error: ...`` line and exit
-status 1.
+finishes an interrupted run (removing the temp files a hard kill left); a folder generated with other
+settings is refused. Bad values (``--splits train=abc``, a negative count, an unknown executor, a count
+over its cap in :mod:`clevr_poc.limits` such as ``--environments 100000000000``, an ``--out`` that cannot be
+written, a core install without the [generate] extra) end with one ``error: ...`` line and exit status 1,
+before anything is written.
 
 Every layout is checked from the camera the renderer will use (on by default; ``--no-visibility-check``
 turns it off). ``--render`` then renders the images by the very code path of ``python -m clevr_poc render
@@ -63,7 +65,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--no-visibility-check", dest="visibility_check", action="store_const", const="off",
                         help="same as --visibility-check off")
     parser.add_argument("--min-visible-pixels", default=None, metavar="P",
-                        help="pixels every checked object must cover at 320x240 (default: the renderer's, 40)")
+                        help="pixels every checked object must cover at 320x320 (default: the renderer's, 53)")
     parser.add_argument("--render", action="store_true",
                         help="then render the images (the `render` command's code path; needs bpy)")
     parser.add_argument("--render-complete", action="store_true",
@@ -76,16 +78,34 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _integer(text: str, option: str, minimum: int | None = None) -> int:
+#: Python modules of the [generate] extra, checked before anything is written.
+GENERATE_MODULES: tuple[str, ...] = ("tqdm", "matplotlib", "scipy")
+
+
+def _integer(text: str, option: str, minimum: int | None = None, cap: str | None = None) -> int:
+    """``text`` as an integer >= ``minimum`` and <= the cap ``cap`` of :mod:`clevr_poc.limits`."""
+    from clevr_poc import limits
     from clevr_poc.generation.dataset import DatasetConfigError
 
     try:
         value = int(str(text).strip())
     except ValueError:
-        raise DatasetConfigError(f"{option}: expected an integer, got {text!r}") from None
+        raise DatasetConfigError(f"{option}: expected an integer, got {text[:40]!r}") from None
     if minimum is not None and value < minimum:
         raise DatasetConfigError(f"{option}: must be >= {minimum}, got {value}")
+    if cap is not None and value > limits.cap(cap):
+        raise DatasetConfigError(f"{option}: {value:,} is over {limits.describe(cap)}")
     return value
+
+
+def _require_generate_extra() -> None:
+    """A one-line error naming the [generate] extra when one of its modules is missing (core install)."""
+    import importlib.util
+
+    missing = [name for name in GENERATE_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ClevrPocError(f"generate needs {', '.join(missing)} (not installed): install the [generate] extra "
+                            f"(pip install 'clevr-poc[generate]')")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,11 +113,15 @@ def run(args: argparse.Namespace) -> int:
     from clevr_poc.generation.dataset import DatasetConfigError, generate_dataset, parse_shares
     from clevr_poc.rendering.render import DEFAULT_SAMPLES, RenderError, bpy_available
 
-    environments = _integer(args.environments, "--environments", 1)
-    scenes = _integer(args.scenes_per_environment, "--scenes-per-environment", 1)
+    from clevr_poc._cli import check_output_folder
+    from clevr_poc.generation.dataset import check_generation_caps
+
+    environments = _integer(args.environments, "--environments", 1, "environments")
+    scenes = _integer(args.scenes_per_environment, "--scenes-per-environment", 1, "examples")
+    check_generation_caps(environments, scenes, flags=("--environments", "--scenes-per-environment"))
     seed = _integer(args.seed, "--seed")
-    workers = _integer(args.workers, "--workers", 1)
-    chunksize = _integer(args.chunksize, "--chunksize", 1)
+    workers = _integer(args.workers, "--workers", 1, "workers")
+    chunksize = _integer(args.chunksize, "--chunksize", 1, "examples")
     splits = parse_shares(args.splits, what="--splits")
     query_shares = parse_shares(args.query_shares, what="--query-shares")
     if args.executor not in EXECUTORS:
@@ -108,10 +132,12 @@ def run(args: argparse.Namespace) -> int:
                                                                        "--min-visible-pixels", 1)
     if (args.samples is not None or args.render_complete) and not args.render:
         raise DatasetConfigError("--samples and --render-complete need --render")
-    samples = DEFAULT_SAMPLES if args.samples is None else _integer(args.samples, "--samples", 1)
+    samples = DEFAULT_SAMPLES if args.samples is None else _integer(args.samples, "--samples", 1, "samples")
+    _require_generate_extra()
     if args.render and not bpy_available():  # before generating anything
         raise RenderError("--render needs Blender's Python module (bpy); install it with pip install '.[render]' "
                           "(bpy==5.0.1, Python 3.11), or generate without --render")
+    check_output_folder(args.out, "--out")
     try:
         summary = generate_dataset(
             args.out, environments=environments, scenes_per_environment=scenes, seed=seed, splits=splits,
@@ -135,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
     generation = stats["generation"]
     report = {
         "out": str(summary.out_dir), "examples": summary.examples, "generated": summary.generated,
-        "skipped": summary.skipped, "environments_seconds": round(summary.environments_seconds, 2),
+        "skipped": summary.skipped, "stale_temp_files_removed": summary.stale_temp_files,
+        "environments_seconds": round(summary.environments_seconds, 2),
         "examples_seconds": round(summary.examples_seconds, 2), "stats_seconds": round(summary.stats_seconds, 2),
         "questions_per_second": round(summary.questions_per_second, 1) if summary.generated else None,
         "splits": stats["splits"], "query_attribute_shares": stats["query_attribute_shares"],
@@ -159,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{summary.out_dir}: {summary.examples} questions ({summary.generated} generated now, "
               f"{summary.skipped} already there) over {summary.config.environments} environments")
+        if summary.stale_temp_files:
+            print(f"removed {summary.stale_temp_files} temp file(s) left by an interrupted run")
         if summary.generated:
             print(f"generation: {summary.examples_seconds:.1f} s ({summary.questions_per_second:.1f} questions/s), "
                   f"environments {summary.environments_seconds:.1f} s, statistics {summary.stats_seconds:.1f} s")
