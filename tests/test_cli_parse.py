@@ -17,7 +17,7 @@ ANSWERS = {
     "What color is the big cube?": "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,size,large), "
                                    "hasProperty(X,shape,cube).",
     "How large is the thing behind the red ball?": "missing(Q) :- hasProperty(X,size,Q), hasProperty(Y,color,red), "
-                                                   "hasProperty(Y,shape,sphere), behind(Y,X).",
+                                                   "hasProperty(Y,shape,sphere), behind(Y,X), X!=Y.",
 }
 UNPARSEABLE = "Is this a question?"
 

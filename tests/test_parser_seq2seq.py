@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from clevr_poc.errors import FormatError  # noqa: E402
-from clevr_poc.parsing import programs_equal  # noqa: E402
+from clevr_poc.parsing import programs_equal, to_official_form  # noqa: E402
 from clevr_poc.parsing.grammar import MAX_LITERALS, GrammarError, GrammarState, allowed_mask_sequence  # noqa: E402
 from clevr_poc.parsing.seq2seq import (  # noqa: E402
     BiLSTMParser, ParserConfig, choice_targets, copy_targets, decode,
@@ -25,18 +25,38 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "models" / "parser_bilstm"
 SMALL = ParserConfig(word_vec_dim=32, hidden_size=48, decoder_hidden_size=64)
 
-# The paper's three example questions (§3.4, Appendix A, Appendix C.1) with their ASP in the official
-# convention (rel(Y,X): X is rel of Y; "the other X with the same P as Y": same_P(Y,X), X!=Y).
+# The paper's three example questions (§3.4, Appendix A, Appendix C.1) with their ASP in the official form
+# (rel(Y,X): X is rel of Y; "the other X with the same P as Y": X!=Y, same_P(Y,X); clevr_poc.parsing.official_form).
 PAPER_QUESTIONS = [
     ("What is the color of the other cylinder that is the same material as the medium red thing?",
-     "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,shape,cylinder), hasProperty(Y,size,medium), "
-     "hasProperty(Y,color,red), same_material(Y,X), X!=Y."),
+     "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,size,medium), hasProperty(Y,color,red), "
+     "hasProperty(X,shape,cylinder), X!=Y, same_material(Y,X)."),
     ("There is another red rubber object that is the same shape as the big purple object; what size is it?",
-     "missing(Q) :- hasProperty(X,size,Q), hasProperty(X,material,rubber), hasProperty(X,color,red), "
-     "hasProperty(Y,color,purple), hasProperty(Y,size,large), X!=Y, same_shape(Y,X)."),
+     "missing(Q) :- hasProperty(X,size,Q), hasProperty(Y,size,large), hasProperty(Y,color,purple), "
+     "hasProperty(X,color,red), hasProperty(X,material,rubber), X!=Y, same_shape(Y,X)."),
     ("The other cylinder that is the same material as the medium red thing is what color?",
-     "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,shape,cylinder), hasProperty(Y,size,medium), "
-     "hasProperty(Y,color,red), same_material(Y,X), X!=Y."),
+     "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,size,medium), hasProperty(Y,color,red), "
+     "hasProperty(X,shape,cylinder), X!=Y, same_material(Y,X)."),
+]
+# Questions of our own in the official CLEVR-POC phrasings ("...; what is its size?", "What is ... made of?",
+# "[that is] <R> the ..."), one per multi-object family, with their exact official-form programs.
+OFFICIAL_PHRASING_QUESTIONS = [
+    ("There is a metal thing right of the purple cube; what is its size?",
+     "missing(Q) :- hasProperty(X,size,Q), hasProperty(Y,color,purple), hasProperty(Y,shape,cube), "
+     "hasProperty(X,material,metal), right(Y,X), X!=Y."),
+    ("What color is the large thing in front of the rubber cylinder left of the yellow thing?",
+     "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y2,color,yellow), hasProperty(Y1,material,rubber), "
+     "hasProperty(Y1,shape,cylinder), hasProperty(X,size,large), front(Y1,X), left(Y2,Y1), X!=Y1, Y1!=Y2, X!=Y2."),
+    ("What is the cone that is both right of the blue cube and behind the large sphere made of?",
+     "missing(Q) :- hasProperty(X,material,Q), hasProperty(Y2,size,large), hasProperty(Y2,shape,sphere), "
+     "hasProperty(Y1,color,blue), hasProperty(Y1,shape,cube), hasProperty(X,shape,cone), right(Y1,X), "
+     "behind(Y2,X), X!=Y1, Y1!=Y2, X!=Y2."),
+    ("There is a green thing that is left of the cylinder that is in front of the metal sphere that is behind "
+     "the small cube; what shape is it?",
+     "missing(Q) :- hasProperty(X,shape,Q), hasProperty(Y3,size,small), hasProperty(Y3,shape,cube), "
+     "hasProperty(Y2,material,metal), hasProperty(Y2,shape,sphere), hasProperty(Y1,shape,cylinder), "
+     "hasProperty(X,color,green), left(Y1,X), front(Y2,Y1), behind(Y3,Y2), X!=Y1, Y1!=Y2, Y2!=Y3, X!=Y2, "
+     "X!=Y3, Y1!=Y3."),
 ]
 
 
@@ -73,6 +93,12 @@ def test_query_tokens_walk_order_and_canonical_variables():
     assert text == ("missing(Q) :- hasProperty(X,shape,Q),hasProperty(X,size,small),left(Y,X),"
                     "hasProperty(Y,color,red),behind(Z,Y),hasProperty(Z,shape,cube).")
     assert programs_equal(text, gold)
+    # official-form targets: the decoder's names (X, Y, Z, W in order of use) and walk order, every
+    # inequality kept; to_official_form gives the official text back
+    for _, official in OFFICIAL_PHRASING_QUESTIONS:
+        decoded = tokens_to_query(query_tokens(official))
+        assert "Y1" not in decoded and programs_equal(decoded, official)
+        assert to_official_form(decoded) == official
     with pytest.raises(FormatError, match="token set"):
         query_tokens("missing(Q) :- hasProperty(X,color,Q), at(X,2).")
     with pytest.raises(FormatError, match="exactly once"):
@@ -233,6 +259,22 @@ def shipped():
 def test_shipped_parser_parses_the_papers_examples(shipped):
     parsed = shipped.parse_batch([q for q, _ in PAPER_QUESTIONS])
     for (question, gold), text in zip(PAPER_QUESTIONS, parsed):
+        assert text == gold, (question, text)
+
+
+def test_shipped_parser_writes_the_exact_official_programs_of_official_phrasings(shipped):
+    parsed = shipped.parse_batch([q for q, _ in OFFICIAL_PHRASING_QUESTIONS])
+    for (question, gold), text in zip(OFFICIAL_PHRASING_QUESTIONS, parsed):
+        assert text == gold, (question, text)
+
+
+def test_shipped_parser_was_trained_on_official_form_targets(shipped):
+    """Its raw decoding (before to_official_form) already writes every pairwise inequality."""
+    words, lengths = shipped.encode([q for q, _ in OFFICIAL_PHRASING_QUESTIONS])
+    shipped.model.eval()
+    with torch.no_grad():
+        raw = decode(shipped.model, words, lengths).texts()
+    for (question, gold), text in zip(OFFICIAL_PHRASING_QUESTIONS, raw):
         assert programs_equal(text, gold), (question, text)
 
 
