@@ -105,6 +105,11 @@ def breakdown_markdown(report: EvaluationReport, *, breakdowns: Sequence[str] = 
     ]
     for reason, count in report.failure_reasons().items():
         lines.append(f"  - {_escape(reason)}: {count}")
+    program = report.extra.get("program_accuracy")  # NS-VQA with a parser (evaluate --query bilstm|llm)
+    if isinstance(program, Mapping) and "semantic_accuracy" in program:
+        lines.append(f"- program accuracy: literal {program['accuracy']:.{digits}f} (equal to the official-form "
+                     f"gold program up to renaming and order), semantic {program['semantic_accuracy']:.{digits}f} "
+                     f"(same answer set)")
     for name in breakdowns:
         lines += ["", f"### {_TITLES.get(name, name)}", "",
                   "| group | n | exact accuracy | Jaccard | parse failures |", "|---|---:|---:|---:|---:|"]
