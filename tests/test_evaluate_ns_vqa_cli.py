@@ -103,6 +103,8 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
                                                    "semantic_correct": same,
                                                    "semantic_accuracy": pytest.approx(same / 6)}
     assert report["examples"][0]["exact"] == 1.0 and report["examples"][0]["raw"] == FIRST_QUERY
+    assert f"- program accuracy: literal 0.1667 (equal to the official-form gold program up to renaming and " \
+           f"order), semantic {same / 6:.4f} (same answer set)" in (tmp_path / "r" / "breakdowns.md").read_text()
 
     # replies without a rule: each question asked twice (one repair round), then a counted parse failure
     with ChatCompletionsServer(lambda messages: "I think it is red.") as server:
