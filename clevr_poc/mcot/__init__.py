@@ -1,8 +1,10 @@
 """ScienceQA and M3CoT harness: loaders, prompt builders, answer extraction, metrics and a CLI.
 
-``python -m clevr_poc.mcot scienceqa|m3cot --data PATH [--backend ...] [--prompt ...]`` runs a chat backend
-(:mod:`clevr_poc.llm`); ``--predictions FILE`` scores existing outputs. Text only: images are not sent to
-the model (ScienceQA can use captions as context, ``--use-caption``).
+``python -m clevr_poc.mcot run --benchmark m3cot|scienceqa --data PATH --method ... --backend SPEC --out FILE``
+runs a (vision-)language chat backend (:mod:`clevr_poc.llm`) on the official prompts *with the images*
+(``--images send``; ``caption``: ScienceQA's captions for text-only models; ``none``), resumable and
+concurrent, and scores the official output files. ``python -m clevr_poc.mcot scienceqa|m3cot`` are the
+text-only runs (ScienceQA ``--use-caption``) and, with ``--predictions FILE``, score existing outputs.
 """
 
 from clevr_poc.mcot.data import (M3CoTRecord, ScienceQADataset, ScienceQAProblem, load_m3cot, load_scienceqa)
