@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
               f"CPU (the first includes shader compilation)")
 
     if args.figures:
-        make_figures(scenes, out, args.figures, eevee=args.eevee)
+        make_figures(scenes, out, args.figures, eevee=args.eevee, style=args.style, reference_cache=args.reference_cache)
     return 0
 
 
@@ -250,8 +250,11 @@ def palette_scene() -> Scene:
     return Scene(tuple(objects))
 
 
-def make_figures(scenes, out: Path, folder: Path, *, eevee: bool) -> None:
-    """docs pictures: example renders (complete/partial pairs) and the engine comparison."""
+def make_figures(scenes, out: Path, folder: Path, *, eevee: bool, style: str = "official",
+                 reference_cache: Path = Path("/tmp/clevr_poc_render_refs")) -> None:
+    """docs pictures: example renders (complete/partial pairs) and the engine comparison (its sample-count
+    panels need ``--quality`` in the same run)."""
+    st = get_style(style)
     from PIL import Image, ImageDraw
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -276,8 +279,8 @@ def make_figures(scenes, out: Path, folder: Path, *, eevee: bool) -> None:
         scene = scenes[k]
         hidden = len(scene.objects) - 1
         complete, partial = out / f"fig_complete_{k}.png", out / f"fig_partial_{k}.png"
-        render_scene(scene, complete, seed=k)
-        render_scene(scene.without_object(hidden), partial, seed=k)
+        render_scene(scene, complete, seed=k, style=style)
+        render_scene(scene.without_object(hidden), partial, seed=k, style=style)
         pairs += [labelled(complete, "complete"), labelled(partial, f"partial (object {hidden} hidden)")]
     row(pairs[:2]).save(folder / "rendering_complete_partial_0.png")
     row(pairs[2:]).save(folder / "rendering_complete_partial_1.png")
@@ -285,19 +288,21 @@ def make_figures(scenes, out: Path, folder: Path, *, eevee: bool) -> None:
     row([Image.open(out / f"default_{k}.png") for k in range(min(3, len(scenes))) if (out / f"default_{k}.png").exists()]).save(
         folder / "rendering_examples.png")
     # palette: colours x materials, small and medium, shown at 2x
-    render_scene(palette_scene(), out / "fig_palette.png", seed=0, camera_jitter=0, light_jitter=0)
+    render_scene(palette_scene(), out / "fig_palette.png", seed=0, camera_jitter=0, light_jitter=0, style=style)
     palette = Image.open(out / "fig_palette.png").convert("RGB")
     palette = palette.resize((2 * palette.width, 2 * palette.height), Image.LANCZOS)
     ImageDraw.Draw(palette).text((6, 6), "small objects (front rows: rubber, then metal), medium ones behind; "
-                                 "320x240 shown at 2x", fill=(0, 0, 0))
+                                 f"{st.width}x{st.height} shown at 2x", fill=(0, 0, 0))
     palette.save(folder / "rendering_palette.png")
     # engines / sample counts side by side
-    panels = [labelled(out / "default_0.png", f"Cycles {DEFAULT_SAMPLES} spp + OIDN")]
-    if (out / "quality_reference.png").exists():
-        panels.append(labelled(out / "quality_reference.png", "Cycles 512 spp (official)"))
+    default = out / f"quality_{style}_{DEFAULT_SAMPLES}_oidn_0.png"
+    panels = [labelled(default if default.exists() else out / "default_0.png", f"Cycles {DEFAULT_SAMPLES} spp + OIDN")]
     other = 16 if DEFAULT_SAMPLES != 16 else 8   # the other sample count the docs compare
-    if (out / f"quality_{other}_oidn.png").exists():
-        panels.insert(1, labelled(out / f"quality_{other}_oidn.png", f"Cycles {other} spp + OIDN"))
+    if (out / f"quality_{style}_{other}_oidn_0.png").exists():
+        panels.append(labelled(out / f"quality_{style}_{other}_oidn_0.png", f"Cycles {other} spp + OIDN"))
+    reference = reference_cache / f"{style}_{st.width}x{st.height}_scene200_512.png"
+    if default.exists() and reference.exists():
+        panels.append(labelled(reference, "Cycles 512 spp (official settings)"))
     if eevee:
         panels.append(labelled(out / "eevee_0.png", "EEVEE 16 samples"))
     row(panels).save(folder / "rendering_engines.png")

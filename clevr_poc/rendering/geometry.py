@@ -13,7 +13,9 @@ Conventions (world = Blender world, units = Blender metres):
 * ``depth`` is the camera-space ``z`` of a point (distance along the viewing axis, world units), as in
   CLEVR's ``pixel_coords`` (CLEVR ``utils.get_camera_coords``).
 
-The default framing (:func:`default_camera`) keeps the CLEVR viewing direction (camera at azimuth -43.3
+Two cameras: :func:`official_camera`, the fixed camera of the released CLEVR-POC images (the default
+look, style ``official``; also the camera to assume for images that come without one), and our own
+framing (:func:`default_camera`, style ``ours``), which keeps the CLEVR viewing direction (camera at azimuth -43.3
 degrees, i.e. in front of the scene and to its right, CLEVR ``base_scene.blend``: camera at
 (7.36, -6.93, 4.96)) and CLEVR's lens (35 mm on a 32 mm sensor), but is raised to 30 degrees of elevation
 and pulled back to 18.6 units so that the whole 10 x 10 area of the four CLEVR-POC regions (CLEVR: 6 x 6)

@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from clevr_poc._io import commit_temp, new_temp_path
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.rendering import masks as _masks
 from clevr_poc.rendering.geometry import SENSOR_MM, Camera, camera_preset, default_camera, look_at, project
@@ -68,8 +69,6 @@ DEFAULT_SAMPLES = 8
 #: Default engine (see docs/rendering.md for the measurements behind the choice).
 DEFAULT_ENGINE = "cycles"
 ENGINE_NAMES: tuple[str, ...] = ("cycles", "eevee")
-#: Light jitter of the ``ours`` style: each light coordinate moves by U(-j, j) (CLEVR ``--key_light_jitter``).
-DEFAULT_LIGHT_JITTER = 1.0
 #: Minimum visible pixels of an object at 320 x 240, scaled with the image area for other sizes. An
 #: unoccluded small cone at the far corner of region 0 covers about 80 pixels at 320 x 240.
 MIN_PIXELS_AT_320x240 = 40
@@ -509,7 +508,7 @@ def render_scene(
     _import_bpy()
     render_start = time.perf_counter()
     out_png.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_png.with_name(f".{out_png.name}.{os.getpid()}.tmp")
+    tmp = new_temp_path(out_png)  # .<name>.<pid>-<hex>.tmp, the umask's mode (clevr_poc._io)
     objects = [_blender.BlenderObject(mesh, obj.color, obj.material, k + 1)
                for k, (mesh, obj) in enumerate(zip(meshes, scene.objects))]
     try:
@@ -529,9 +528,9 @@ def render_scene(
             passes = _blender.render_png(tmp, index_pass=index_pass)
         if interrupted:  # Ctrl-C during the render: drop this image (the finally removes the temp file)
             raise KeyboardInterrupt
-        if not tmp.exists():
+        if not tmp.exists() or tmp.stat().st_size == 0:
             raise RenderError(f"Blender wrote no image for {out_png}")
-        os.replace(tmp, out_png)
+        commit_temp(tmp, out_png)  # fsync, rename, fsync the folder
     except ClevrPocError:
         raise
     except (RuntimeError, ValueError, TypeError, AttributeError, KeyError) as exc:  # from bpy
