@@ -136,3 +136,23 @@ def test_an_m3cot_fixture_item_with_its_image_runs_on_the_tiny_model(backend):
     assert [row["id"] for row in rows] == ["sci-1"] and rows[0]["images"] == "send" and len(rows[0]["messages"]) == 2
     summary, items = score_m3cot([parse_m3cot_record(rows[0], require_messages=True)], gold=records[:1])
     assert summary["items"] == 1 and summary["parse"]["parse_failures"] + sum(i.parsed for i in items) == 1
+
+
+def test_a_tiny_llava_reads_the_clevr_poc_image_too(tmp_path):
+    from clevr_poc.llm.base import validate_messages
+    from clevr_poc.llm.tiny_vlm import build_tiny_vlm
+    from clevr_poc.llm.transformers_backend import TransformersVLMBackend, processor_messages
+
+    folder = build_tiny_vlm(tmp_path / "llava", family="llava")
+    assert json.loads((folder / "config.json").read_text())["model_type"] == "llava"
+    llava = TransformersVLMBackend(folder, device="cpu")
+    messages = [user_message("What color is the cube?", [CLEVR_IMAGE])]
+    assert isinstance(llava.complete(messages, max_tokens=3), str) and llava.usage["requests"] == 1
+    processor = llava._processor
+    inputs = processor.apply_chat_template(processor_messages(validate_messages(messages)), add_generation_prompt=True,
+                                           tokenize=True, return_dict=True, return_tensors="pt")
+    # a 28x28 centre crop in 14-pixel patches: 4 image tokens (the CLS feature dropped)
+    image_id = processor.tokenizer.convert_tokens_to_ids("<image>")
+    assert int((inputs["input_ids"] == image_id).sum()) == 4
+    assert tuple(inputs["pixel_values"].shape) == (1, 3, 28, 28)
+    assert llava.usage["prompt_tokens"] == inputs["input_ids"].shape[-1]
