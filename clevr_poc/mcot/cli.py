@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from clevr_poc._io import atomic_write_json, atomic_write_text
-from clevr_poc._cli import EXIT_USAGE, non_negative_int, positive_int, run_guarded
+from clevr_poc._cli import EXIT_USAGE, non_negative_int, positive_int, run_guarded, with_checked_outputs
 from clevr_poc.errors import FormatError
 from clevr_poc.mcot.extraction import ExtractionMode, FailurePolicy
 from clevr_poc.mcot.prompts import (M3COT_STRATEGIES, SCIENCEQA_DEFAULT_SEED, SCIENCEQA_DEFAULT_SHOTS,
@@ -64,6 +64,8 @@ def _common(parser: argparse.ArgumentParser, *, default_seed: int) -> None:
 #: ``run --method`` -> ScienceQA prompt format: answer only (QCM-A) or the paper's chain of thought
 #: (QCM-ALE, answer then lecture and explanation, card §Method); desp-cot / ccot are M3CoT strategies.
 SCIENCEQA_METHODS: dict[str, str] = {"direct": "QCM-A", "cot": "QCM-ALE"}
+#: Most parallel requests ``run --workers`` accepts.
+MAX_WORKERS = 256
 
 
 def _add_run(sub: Any) -> None:
@@ -223,6 +225,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     from clevr_poc.llm import make_backend
 
+    if args.workers > MAX_WORKERS:
+        raise FormatError(f"at most {MAX_WORKERS} parallel requests", field="--workers", value=args.workers)
     if args.images == "caption" and args.benchmark != "scienceqa":
         raise FormatError("--images caption needs a benchmark that ships captions (scienceqa)", field="--images",
                           value=args.images)
@@ -290,5 +294,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return run_guarded(lambda: args.func(args),
+    return run_guarded(with_checked_outputs(args.func, args, files=("output", "out", "markdown")),
                        interrupted="interrupted (partial results are kept in --output; run again to resume)")
