@@ -18,13 +18,22 @@ Ours (written by :func:`clevr_poc.generation.dataset.generate_dataset`)::
     root/incomplete/questions/<split>/CLEVR_%06d.json
     root/incomplete/images/<split>/<image_filename>        (once rendered)
 
-The official release (``output/`` of the official generator; splits ``training``/``validation``/
-``testing``)::
+The official release (``output/`` of the official generator, ``--complete_data_dir ../output/complete/``,
+``--incomplete_data_dir ../output/incomplete/``; splits ``training``/``validation``/``testing``; the
+official README's runs write it as ``output-<N>/`` beside ``environment_constraints/``)::
 
     <root or root/output>/{complete,incomplete}/scenes/<split>/CLEVR_%06d.json
     <root or root/output>/incomplete/questions/<split>/CLEVR_%06d.json
-    <root or root/output>/incomplete/images/<split>/CLEVR_%06d.png
-    environment_constraints/<id>.lp  or  environment_<id>.lp   (in root, root/output or root's parent)
+        (or one file per split, incomplete/questions/CLEVR_<split>_questions.json or <split>.json:
+         {"info": ..., "questions": [...]})
+    <root or root/output>/{complete,incomplete}/images/<split>/CLEVR_%06d.png
+    environment_constraints/<id>.lp  or  environments/<id>.lp  or  environment_<id>.lp
+        (in root, root/output or root's parent; other files there -- the generator's pickles -- are ignored)
+
+Only ``incomplete/questions``, ``incomplete/scenes`` and the environment files are required: complete
+scenes, images, and everything only our writer adds (``dataset.json``, ``stats.json``, the dataset card,
+masks, boxes, the camera in the scene files) are optional. A question's image is its
+``image_filename``, else its partial scene's, looked up in ``incomplete/images/<split>/``.
 
 The environment of a question is its ``constraint_type_index`` (question JSON; the official release
 stores it in the scene JSON instead, which is used when the question lacks it). A question is paired
@@ -42,7 +51,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence, overload
+from typing import Iterable, Iterator, Mapping, Sequence, overload
 
 from clevr_poc._io import read_json
 from clevr_poc.environments.environment import Environment
@@ -61,6 +70,11 @@ SPLIT_ALIASES: Mapping[str, tuple[str, ...]] = {
 _SPLIT_ORDER = ("train", "training", "val", "validation", "test", "testing")
 _ENVIRONMENT_FILE = re.compile(r"^(?:environment_)?(\d+)\.lp$")
 _NUMBER = re.compile(r"(\d+)(?=\.[A-Za-z0-9]+$)")
+#: One file holding a whole split's questions: CLEVR's ``CLEVR_<split>_questions.json``, or the
+#: ``<split>.json`` of the official question generator's (disabled) single-file writer.
+_QUESTIONS_FILE = re.compile(r"^(?:CLEVR_)?([A-Za-z]+?)(?:_questions)?\.json$")
+#: Most questions one split file may hold (the paper's largest split has 12,000).
+MAX_QUESTIONS_PER_FILE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,7 @@ class Example:
         question: the question; ``question.answer`` is the gold answer set (None if unlabelled).
         complete_scene: the complete scene (N objects), or None if the dataset has none.
         image_path: the partial scene's rendered image, or None when not (yet) rendered.
+        scene_path: the partial scene's JSON file (None for examples built in memory).
     """
 
     environment: Environment
@@ -80,6 +95,7 @@ class Example:
     question: Question
     complete_scene: Scene | None = None
     image_path: Path | None = None
+    scene_path: Path | None = None
 
     @property
     def split(self) -> str | None:
@@ -233,11 +249,13 @@ class Dataset(Sequence[Example]):
                               source=self._scene_path("incomplete", entry.split, entry.image_index),
                               field="objects", value=len(partial))
         image_path = None
-        if question.image_filename:
-            candidate = self.root / "incomplete" / "images" / entry.split / question.image_filename
+        for name in dict.fromkeys(n for n in (question.image_filename, partial.image_filename) if n):
+            candidate = self.root / "incomplete" / "images" / entry.split / Path(name).name
             if candidate.is_file():
                 image_path = candidate
-        return Example(environment, partial, question, complete, image_path)
+                break
+        return Example(environment, partial, question, complete, image_path,
+                       self._scene_path("incomplete", entry.split, entry.image_index))
 
 
 # ---------------------------------------------------------------------- opening a folder
@@ -267,11 +285,17 @@ def load_dataset(path: str | os.PathLike[str], split: str | Sequence[str] | None
         raise FormatError("environment folder not found", source=environment_dir)
     environment_paths = _environment_files(environment_dir)
     question_root = root / "incomplete" / "questions"
-    available = sorted(p.name for p in question_root.iterdir() if p.is_dir())
+    folders = {p.name for p in question_root.iterdir() if p.is_dir()}
+    files = {m.group(1): p for p in question_root.iterdir() if p.is_file()
+             for m in [_QUESTIONS_FILE.match(p.name)] if m}
+    available = sorted(folders | set(files))
     splits = _choose_splits(split, available, question_root)
     entries: list[_Entry] = []
     for name in splits:
-        entries.extend(_read_questions(question_root / name, name))
+        if name in folders:
+            entries.extend(_read_questions(question_root / name, name))
+        else:
+            entries.extend(_read_question_file(files[name], name))
     return Dataset(root, layout, tuple(splits), environment_dir, entries, environment_paths)
 
 
@@ -346,12 +370,27 @@ def _index_files(folder: Path) -> dict[int, Path]:
     return found
 
 
+def _read_question_file(file: Path, split: str) -> list[_Entry]:
+    """The questions of one ``CLEVR_<split>_questions.json`` (``{"questions": [...]}`` or a list)."""
+    data = read_json(file)
+    items = data.get("questions") if isinstance(data, Mapping) else data
+    if not isinstance(items, list):
+        raise FormatError("must be {\"questions\": [...]} or a list of questions", source=file, field="questions")
+    if len(items) > MAX_QUESTIONS_PER_FILE:
+        raise FormatError(f"more than {MAX_QUESTIONS_PER_FILE} questions", source=file, field="questions",
+                          value=len(items))
+    return _entries(((file, Question.from_json(item, source=f"{file}: questions[{i}]")) for i, item in
+                     enumerate(items)), split, file)
+
+
 def _read_questions(folder: Path, split: str) -> list[_Entry]:
+    files = [f for f in sorted(folder.iterdir()) if f.suffix == ".json" and not f.name.startswith(".")]
+    return _entries(((f, Question.from_file(f)) for f in files), split, folder)
+
+
+def _entries(questions: Iterable[tuple[Path, Question]], split: str, folder: Path) -> list[_Entry]:
     entries: dict[int, _Entry] = {}
-    for file in sorted(folder.iterdir()):
-        if file.suffix != ".json" or file.name.startswith("."):
-            continue
-        question = Question.from_file(file)
+    for file, question in questions:
         index = question.image_index
         if index is None:
             match = _NUMBER.search(question.image_filename or "")

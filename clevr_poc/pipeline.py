@@ -15,8 +15,11 @@ NS-VQA with an ASP solver (paper §4.1.2, Fig. 4), answering from pixels::
 Three parts, each replaceable:
 
 1. **Perception** (``scene_source="perception"``): :class:`clevr_poc.perception.Perception` turns the
-   rendered image into a partial scene. It needs the camera the image was rendered with (the scene JSON
-   written by ``python -m clevr_poc render`` carries it under ``"camera"``). By default the perceived
+   rendered image (any size: 320 x 240, the official 320 x 320, ...) into a partial scene. It needs the
+   camera the image was taken with: the scene JSON written by ``python -m clevr_poc render`` carries it
+   under ``"camera"``; images without one (the official release's) get the official CLEVR-POC camera
+   (``camera_source="auto"``, the default; ``"from-scene"``, ``"official"``, ``"ours"`` force a choice).
+   The networks run on ``device`` (``"auto"``: CUDA when present, else the CPU). By default the perceived
    scene is decoded *constraint-aware* (the most probable scene consistent with the environment, paper
    §5), so the Reasoner never sees a scene the environment forbids. With ``scene_source="given"`` the
    partial scene is passed in (``scene=``): the paper's setting, "assuming 100% accuracy in image
@@ -51,6 +54,7 @@ from clevr_poc._io import read_json
 from clevr_poc.answer import Answer
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.perception.cameras import camera_argument as as_camera
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
@@ -199,40 +203,6 @@ def as_scene(scene: Any) -> Scene:
                       value=type(scene).__name__)
 
 
-def as_camera(camera: Any):
-    """The :class:`~clevr_poc.rendering.geometry.Camera` an image was rendered with.
-
-    Accepts a Camera; its JSON (``{"K", "world_to_camera", "image_size"}``); a scene written by the renderer
-    (a :class:`Scene`, its JSON mapping, or the path of its JSON file), whose ``"camera"`` is used.
-
-    Raises:
-        FormatError: None, another type, a scene without a camera (not rendered), or a malformed camera.
-    """
-    from clevr_poc.rendering.geometry import Camera
-
-    if isinstance(camera, Camera):
-        return camera
-    source: object = "camera"
-    if isinstance(camera, (str, os.PathLike)):
-        source = Path(camera)
-        camera = read_json(source)
-    elif isinstance(camera, Scene):
-        source = camera.image_filename or "scene"
-        camera = dict(camera.extra)
-    if isinstance(camera, Mapping):
-        if "K" in camera and "world_to_camera" in camera:
-            return Camera.from_json(dict(camera), source=source)
-        if "camera" in camera:
-            return Camera.from_json(camera["camera"], source=source)
-        raise FormatError("no camera: pass the scene JSON written by `python -m clevr_poc render` (it carries "
-                          "\"camera\") or a Camera", source=source, field="camera")
-    if camera is None:
-        raise FormatError("perception needs the camera the image was rendered with: pass camera= (a Camera, its "
-                          "JSON, or the rendered scene JSON file)", field="camera")
-    raise FormatError("a camera is a Camera, its JSON, or a rendered scene (Scene, JSON or file path)", field="camera",
-                      value=type(camera).__name__)
-
-
 def as_image(image: Any) -> np.ndarray:
     """The image as a writable, C-contiguous uint8 array of shape (H, W, 3), RGB.
 
@@ -289,7 +259,8 @@ class PipelineInput:
             ``parser="given"``).
         environment: :class:`Environment` or ``.lp`` path.
         scene: the partial scene (Scene, JSON or path); skips perception when set.
-        camera: Camera, camera JSON, or the rendered scene (Scene, JSON or path).
+        camera: Camera, camera JSON, a preset name, or the rendered scene (Scene, JSON or path); None: the
+            pipeline's camera source (default: the official camera).
         query: an ASP query; skips the parser when set.
     """
 
@@ -304,8 +275,8 @@ class PipelineInput:
     def of(cls, item: Any, *, scene_given: bool = False) -> "PipelineInput":
         """An input from a :class:`PipelineInput`, a mapping with the same keys, a tuple ``(image,
         question, environment[, scene[, camera]])``, or a dataset :class:`~clevr_poc.dataset.Example`
-        (image file, question, environment; the camera from its rendered partial scene, and with
-        ``scene_given`` the gold partial scene itself).
+        (image file, question, environment; the camera from its partial scene, following the pipeline's
+        camera source, and with ``scene_given`` the gold partial scene itself).
 
         Raises:
             FormatError: anything else, or unknown mapping keys.
@@ -323,7 +294,7 @@ class PipelineInput:
         if hasattr(item, "partial_scene") and hasattr(item, "question") and hasattr(item, "environment"):
             partial = item.partial_scene
             return cls(getattr(item, "image_path", None), item.question, item.environment,
-                       partial if scene_given else None, partial if "camera" in partial.extra else None)
+                       partial if scene_given else None, partial)
         raise FormatError("an item is a PipelineInput, a mapping, a tuple (image, question, environment[, scene"
                           "[, camera]]) or a dataset Example", field="item", value=type(item).__name__)
 
@@ -342,11 +313,20 @@ class Pipeline:
         constraint_decoding: decode the perceived scene within the environment's constraints (paper §5;
             default True) rather than by argmax.
         name: model name in evaluation reports (default ``"NS-VQA (<scene source>, <parser>)"``).
+        camera_source: the camera of images whose scene has none or that come without one (module doc;
+            ``"auto"``: the scene's own, else the official camera).
+
+    Raises:
+        PipelineError: a parser or perception that cannot be called.
+        FormatError: an unknown camera source.
     """
 
     def __init__(self, perception: Callable[..., Scene] | None = None, parser: Any = None, *,
                  reasoner: Reasoner | None = None, constraint_decoding: bool = True, name: str | None = None,
-                 parser_name: str | None = None) -> None:
+                 parser_name: str | None = None, camera_source: str = "auto") -> None:
+        from clevr_poc.perception.cameras import check_camera_source
+
+        self.camera_source = check_camera_source(camera_source)
         if parser is not None and not (callable(parser) or callable(getattr(parser, "parse", None))):
             raise PipelineError(f"parser must have parse(question) or be callable, got {type(parser).__name__}")
         if perception is not None and not callable(perception):
@@ -372,7 +352,8 @@ class Pipeline:
                         parser: str = "bilstm", llm_backend: Any = None,
                         perception_path: str | os.PathLike[str] | None = None,
                         parser_path: str | os.PathLike[str] | None = None, constraint_decoding: bool = True,
-                        reasoner: Reasoner | None = None, name: str | None = None) -> "Pipeline":
+                        reasoner: Reasoner | None = None, name: str | None = None, device: Any = "auto",
+                        camera_source: str = "auto") -> "Pipeline":
         """Load the shipped (or given) checkpoints.
 
         Args:
@@ -386,12 +367,15 @@ class Pipeline:
                 (``"local"`` = the bundled SmolLM2 GGUF model, ``"openai:MODEL@URL"``, ...); default
                 ``"local"``.
             perception_path, parser_path: checkpoint folders overriding ``path_or_name``.
-            constraint_decoding, reasoner, name: see :class:`Pipeline`.
+            constraint_decoding, reasoner, name, camera_source: see :class:`Pipeline`.
+            device: torch device of perception: ``"auto"`` (CUDA when present, else CPU), ``"cpu"``,
+                ``"cuda"``, ...
 
         Raises:
             PipelineError: an unknown ``scene_source`` / ``parser``, or torch (``[vision]``) missing.
             CheckpointNotFoundError: a checkpoint folder or file is missing (naming it and how to get it).
-            FormatError: a checkpoint is damaged.
+            FormatError: a checkpoint is damaged, or an unknown camera source.
+            DeviceError: ``device`` is not available here.
         """
         if llm_backend is not None and parser != "llm":
             raise PipelineError(f"llm_backend is only used with parser='llm' (got parser={parser!r})")
@@ -403,7 +387,7 @@ class Pipeline:
             _require("torchvision", "vision", "perception")
             from clevr_poc.perception import Perception
 
-            perception = Perception.from_pretrained(folders[PERCEPTION_DIR])
+            perception = Perception.from_pretrained(folders[PERCEPTION_DIR], device=device)
 
         question_parser: Any = None
         if PARSER_DIR in folders:
@@ -418,7 +402,7 @@ class Pipeline:
         label = {"bilstm": "BiLSTM", "llm": _parser_label(question_parser) if question_parser else "LLM",
                  "given": "gold"}[parser]
         return cls(perception, question_parser, reasoner=reasoner, constraint_decoding=constraint_decoding,
-                   name=name, parser_name=label)
+                   name=name, parser_name=label, camera_source=camera_source)
 
     # ------------------------------------------------------------------ the steps
     def parse(self, question: Any) -> str:
@@ -462,24 +446,25 @@ class Pipeline:
             queries.append(result)
         return queries
 
-    def perceive(self, image: Any, camera: Any, environment: Any = None) -> Scene:
+    def perceive(self, image: Any, camera: Any = None, environment: Any = None) -> Scene:
         """The partial scene seen in ``image`` (constraint-aware in ``environment`` when the pipeline
-        decodes with constraints and an environment is given).
+        decodes with constraints and an environment is given). ``camera``: see :func:`as_camera` (None or a
+        scene without one: the pipeline's camera source, by default the official camera); it is fitted to
+        the image's size (a preset is built at that size, a given camera's intrinsics are scaled).
 
         Raises:
             PipelineError: the pipeline has no perception model (``scene_source="given"``).
-            FormatError: bad image, camera or environment; the image size differs from the camera's.
+            FormatError: bad image, camera or environment; a camera made for another aspect ratio.
         """
         if self.perception is None:
             raise PipelineError("this pipeline has no perception model (scene_source='given'): pass scene=")
         if image is None:
             raise FormatError("perception needs an image (a path, a PIL image or a uint8 (H, W, 3) array)",
                               field="image")
+        from clevr_poc.perception.cameras import resolve_camera
+
         array = as_image(image)
-        cam = as_camera(camera)
-        if array.shape[:2] != (cam.height, cam.width):
-            raise FormatError(f"the image is {array.shape[1]}x{array.shape[0]} but the camera renders "
-                              f"{cam.width}x{cam.height}", field="image", value=f"{array.shape[1]}x{array.shape[0]}")
+        cam = resolve_camera(array.shape[1], array.shape[0], camera=as_camera(camera, self.camera_source))
         env = as_environment(environment) if environment is not None and self.constraint_decoding else None
         return self.perception(array, cam, environment=env)
 
@@ -495,8 +480,9 @@ class Pipeline:
             environment: the image's :class:`Environment` or the path of its ``.lp`` file.
             scene: the partial scene (a :class:`Scene`, its JSON or a scene JSON path): skips perception.
                 Required with ``scene_source="given"``.
-            camera: the camera of the render (a Camera, its JSON, or the rendered scene JSON / path, whose
-                ``"camera"`` is used). Required for perception.
+            camera: the camera of the render (a Camera, its JSON, a preset name, or the rendered scene JSON /
+                path, whose ``"camera"`` is used); None: the pipeline's camera source (default: the official
+                camera, that of the release's images).
             query: an ASP query ``missing(Q) :- ...``: skips the parser. Untrusted text is fine (sanitized).
             explain: attach an :class:`~clevr_poc.answer.Explanation` (witness per kept value, minimal
                 set of constraints per eliminated value); costs a few extra solver calls.

@@ -29,18 +29,25 @@ def test_ns_vqa_from_pixels_answers_the_fixture_questions():
     assert model.scene_of(examples[0]).objects  # a Scene, not a failed prediction
 
 
-def test_missing_camera_is_a_counted_failure(tmp_path):
+def test_a_scene_without_camera_gets_the_official_camera_unless_from_scene_is_asked(tmp_path):
     examples = list(load_dataset(FIXTURE, "test"))
     example = examples[0]
     stripped = example.partial_scene.__class__(
         example.partial_scene.objects, example.partial_scene.relationships,
         extra={k: v for k, v in example.partial_scene.extra.items() if k != "camera"})
-    broken = example.__class__(**{**example.__dict__, "partial_scene": stripped}) \
-        if hasattr(example, "__dict__") else example._replace(partial_scene=stripped)
+    broken = example.__class__(**{**example.__dict__, "partial_scene": stripped})
+    calls = []
 
-    class NoModel:  # never called: the camera check fails first
-        def __call__(self, *args):
-            raise AssertionError("perception must not run without a camera")
+    class Recorder:  # records the camera perception is given
+        def __call__(self, image, camera, environment=None):
+            calls.append(camera)
+            return stripped
 
-    prediction = NSVQA(scene=PerceptionSource(NoModel())).predict_detailed(broken)
-    assert prediction.values is None and "camera" in prediction.error
+    prediction = NSVQA(scene=PerceptionSource(Recorder())).predict_detailed(broken)
+    assert calls == ["official"] and prediction.error is None       # the release's images: official camera
+    NSVQA(scene=PerceptionSource(Recorder())).predict_detailed(example)
+    assert calls[-1].width == 320 and calls[-1].height == 240         # a rendered scene: its own camera
+    NSVQA(scene=PerceptionSource(Recorder(), camera_source="ours")).predict_detailed(example)
+    assert calls[-1] == "ours"
+    prediction = NSVQA(scene=PerceptionSource(Recorder(), camera_source="from-scene")).predict_detailed(broken)
+    assert prediction.values is None and "has no camera" in prediction.error and len(calls) == 3

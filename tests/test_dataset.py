@@ -346,3 +346,42 @@ def test_loader_rejects_folders_that_are_not_datasets(tmp_path):
     shutil.rmtree(root / "environment_constraints")
     with pytest.raises(FormatError, match="no environment folder"):
         load_dataset(root)
+
+
+# ---------------------------------------------------------------------- a release in the official layout
+RELEASE = Path(__file__).resolve().parent / "fixtures" / "official_release_small"
+
+
+def test_loader_reads_a_release_written_in_the_official_layout():
+    """``tests/fixtures/official_release_small``: the official generator's tree (``output/`` beside
+    ``environment_constraints/``, split ``testing``, files ``CLEVR_%06d``), the official keys only (no
+    camera, boxes, masks, manifest or card; questions without ``constraint_type_index``)."""
+    data = load_dataset(RELEASE / "output", split="test")                  # "test" finds "testing"
+    assert data.layout == "official" and data.splits == ("testing",)
+    assert data.environment_dir == RELEASE / "environment_constraints" and data.environment_ids == [0, 1, 2]
+    examples = list(data)
+    assert [e.image_index for e in examples] == [0, 1, 2, 3, 4, 5]
+    assert [e.environment.id for e in examples] == [0, 1, 2, 0, 1, 2]     # from the scenes' constraint_type_index
+    for e in examples:
+        assert "camera" not in e.partial_scene.extra and e.question.environment_id is None
+        assert e.image_path == RELEASE / "output/incomplete/images/testing" / f"CLEVR_{e.image_index:06d}.png"
+        assert e.scene_path == RELEASE / "output/incomplete/scenes/testing" / f"CLEVR_{e.image_index:06d}.json"
+        assert len(e.partial_scene) == e.environment.num_objects - 1 == len(e.complete_scene) - 1
+        assert Reasoner().answer(e.environment, e.partial_scene, e.question).values == e.answer
+    assert examples[0].answer == {"cube", "sphere"}
+    assert load_dataset(RELEASE, split="testing").root == RELEASE / "output"   # the folder above output/ works too
+
+
+def test_loader_reads_one_question_file_per_split(tmp_path):
+    root = tmp_path / "release"
+    shutil.copytree(RELEASE, root)
+    folder = root / "output/incomplete/questions/testing"
+    questions = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    shutil.rmtree(folder)
+    (folder.parent / "CLEVR_testing_questions.json").write_text(json.dumps({"info": {}, "questions": questions}))
+    data = load_dataset(root / "output")
+    assert data.splits == ("testing",) and [e.answer for e in data] == [q["answer"] and set(q["answer"])
+                                                                         for q in questions]
+    (folder.parent / "CLEVR_testing_questions.json").write_text(json.dumps({"questions": {"a": 1}}))
+    with pytest.raises(FormatError, match="questions"):
+        load_dataset(root / "output")

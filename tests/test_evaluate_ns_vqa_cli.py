@@ -257,3 +257,32 @@ def test_standalone_prompt_too_long_is_a_parse_failure_other_backend_errors_stop
     down = LLMStandalone(Backend(LLMBackendError("connection refused", backend="x")))
     with pytest.raises(LLMBackendError, match="connection refused"):
         evaluate(down, [appendix_a_example()], progress=False)
+
+
+RELEASE = ROOT / "tests" / "fixtures" / "official_release_small" / "output"
+
+
+def test_evaluate_reads_a_release_in_the_official_layout(capsys):
+    status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                               "--scene", "gold"], capsys)
+    assert status == 0 and json.loads(out[-1]) == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 6}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None or not (ROOT / "models/perception/perception.pt").is_file(),
+                    reason="needs torch and the shipped perception model")
+def test_evaluate_from_pixels_on_a_release_without_cameras(capsys):
+    """The release's scenes have no camera: perception uses the official camera (--camera auto)."""
+    status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                               "--scene", "perception", "--device", "cpu"], capsys)
+    summary = json.loads(out[-1])
+    assert status == 0 and summary["n"] == 6
+    status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                               "--scene", "perception", "--camera", "from-scene", "--limit", "1"], capsys)
+    # from-scene on a scene without a camera: the question fails (counted) rather than being guessed
+    assert status == 0 and "parse failures: 1 of 1 (scored as wrong)" in out
+
+
+def test_camera_option_needs_the_perception_scene_source(capsys):
+    status, _, err = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                               "--camera", "official"], capsys)
+    assert status == 1 and len(err) == 1 and "--camera is used with --scene perception only" in err[0]

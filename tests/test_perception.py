@@ -186,14 +186,18 @@ def test_shipped_model_finds_the_objects_of_a_fixture_image(perception, fixture_
 @vision
 def test_perception_rejects_bad_inputs(perception, fixture_examples):
     _, truth = fixture_examples[0]
-    with pytest.raises(FormatError, match="320x240"):
-        perception(np.zeros((100, 100, 3), dtype=np.uint8), truth.camera)
+    with pytest.raises(FormatError, match="made for 320x240 images but the image is 100x100"):
+        perception(np.zeros((100, 100, 3), dtype=np.uint8), truth.camera)   # a crop, not a resize
+    with pytest.raises(FormatError, match="image sides must be 64-2048"):
+        perception(np.zeros((20, 30, 3), dtype=np.uint8))
+    with pytest.raises(FormatError, match="unknown camera preset"):
+        perception(np.zeros((240, 320, 3), dtype=np.uint8), "fisheye")
     with pytest.raises(FormatError, match="file path, a PIL image or a numpy array"):
         perception(42, truth.camera)
     with pytest.raises(FormatError, match="not found"):
         perception(FIXTURE / "missing.png", truth.camera)
     with pytest.raises(FormatError, match="camera"):
-        perception(np.zeros((240, 320, 3), dtype=np.uint8), "camera")
+        perception(np.zeros((240, 320, 3), dtype=np.uint8), 42)
     with pytest.raises(FormatError, match="model file not found"):
         type(perception).from_pretrained(FIXTURE)
     not_a_model = FIXTURE / "incomplete" / "scenes" / "test"
@@ -274,7 +278,8 @@ def test_training_data_pools_datasets_and_splits(tmp_path):
     one = TrainingData.load(FIXTURE, "test", ModelConfig(), kinds=("incomplete",))
     pooled = TrainingData.load([FIXTURE, copy], ["train", "test"], ModelConfig(), kinds=("incomplete",))
     assert len(one.records) == 2 and len(pooled.records) == 4   # no train split: skipped, not an error
-    assert pooled.images.shape == (4, *one.images.shape[1:])
+    assert len(pooled.images) == 4 and pooled.images[3].shape == one.images[1].shape == (3, 240, 320)
+    assert pooled.contexts.shape == (4, 3, 30, 40)
     with pytest.raises(FormatError, match="dataset folder not found"):
         TrainingData.load([FIXTURE, tmp_path / "missing"], "test", ModelConfig(), kinds=("incomplete",))
     with pytest.raises(FormatError, match="no scenes for split 'train'"):
@@ -295,3 +300,102 @@ def test_evaluate_scores_a_scene_with_too_many_objects_as_wrong():
     report = evaluate(perception, FIXTURE, split="test", decode=False, progress=False)
     assert report["images"] == 2 and report["argmax"]["answers"] == 0.0
     assert report["argmax"]["detection"]["false_positives"] >= 2
+
+
+# ---------------------------------------------------------------------- cameras, image sizes, devices
+def test_camera_sources_pick_the_scene_camera_or_a_preset():
+    from clevr_poc.perception.cameras import camera_spec, fit_camera, resolve_camera
+    from clevr_poc.rendering.geometry import official_camera
+    from clevr_poc.scene import Scene
+
+    ours = default_camera(320, 240)
+    rendered = Scene((), {}, extra={"camera": ours.to_json()})
+    released = Scene((), {})                                   # the official release's scenes: no camera
+    assert resolve_camera(320, 240, scene=rendered) == ours
+    official = resolve_camera(320, 320, scene=released)
+    assert official == official_camera() and official.K[0, 0] == pytest.approx(210.0)
+    assert official.K[0, 2] == official.K[1, 2] == 160.0
+    wide = resolve_camera(480, 320, scene=released)            # the preset is built at the image's size
+    assert wide.K[0, 0] == pytest.approx(21 / 32 * 480) and (wide.K[0, 2], wide.K[1, 2]) == (240.0, 160.0)
+    assert resolve_camera(320, 240, scene=rendered, camera_source="official") == official_camera(320, 240)
+    assert camera_spec(released, "auto") == "official" and camera_spec(rendered, "ours") == "ours"
+    with pytest.raises(FormatError, match="the scene has no camera"):
+        camera_spec(released, "from-scene")
+    with pytest.raises(FormatError, match="unknown camera source"):
+        camera_spec(rendered, "scene")
+    # a camera of another size is scaled to the image (a resize of the same aspect ratio) ...
+    big = fit_camera(ours, 640, 480)
+    assert big.K[0, 0] == pytest.approx(2 * ours.K[0, 0]) and big.K[1, 2] == pytest.approx(240.0)
+    u, v, _ = project((1.0, -2.0, 0.5), ours)
+    assert project((1.0, -2.0, 0.5), big)[:2] == pytest.approx((2 * u, 2 * v))
+    # ... but a camera of another aspect ratio is refused rather than distorted
+    with pytest.raises(FormatError, match="another aspect ratio"):
+        fit_camera(ours, 320, 320)
+
+
+def test_the_detector_reads_images_of_any_size_without_resizing():
+    if torch is None:
+        pytest.skip("needs the [vision] extra")
+    from clevr_poc.perception.models import ModelConfig, attribute_inputs, build_detector, context_images
+
+    detector = build_detector(ModelConfig()).eval()
+    images = [torch.rand(3, 320, 480), torch.rand(3, 240, 320)]
+    batch, _ = detector.transform(images)
+    assert batch.image_sizes == [(320, 480), (240, 320)]            # torchvision would scale to 240 px high
+    # attribute inputs of boxes in images of two sizes equal those computed image by image
+    config = ModelConfig()
+    boxes = torch.tensor([[10.0, 20.0, 60.0, 90.0], [100.0, 50.0, 140.0, 100.0], [5.0, 5.0, 30.0, 40.0]])
+    index = torch.tensor([0, 1, 0])
+    contexts = torch.cat([context_images(image[None], config) for image in images])
+    crops, masks = attribute_inputs(images, contexts, index, boxes, config)
+    for k in range(3):
+        image = images[int(index[k])][None]
+        one_crop, one_mask = attribute_inputs(image, context_images(image, config), torch.zeros(1, dtype=torch.long),
+                                              boxes[k:k + 1], config)
+        assert torch.allclose(crops[k], one_crop[0]) and torch.equal(masks[k], one_mask[0])
+    assert masks[0, 3].sum() > 0 and masks.shape == (3, 4, 30, 40)
+
+
+def test_device_auto_is_cpu_here_and_cuda_without_cuda_is_a_typed_error():
+    if torch is None:
+        pytest.skip("needs the [vision] extra")
+    from clevr_poc.perception.devices import DeviceError, resolve_device
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    for bad in ("tpu", "", 3):
+        with pytest.raises(DeviceError, match="--device"):
+            resolve_device(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match="CUDA is not available"):
+            resolve_device("cuda")
+
+
+@vision
+def test_cli_device_cuda_without_cuda_is_one_line(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    from clevr_poc.perception.cli import main
+
+    assert main(["evaluate", "--dataset", str(FIXTURE), "--checkpoint", str(MODEL), "--device", "cuda",
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --device cuda: CUDA is not available") and "\n" not in err
+
+
+@vision
+def test_fine_tuning_starts_from_a_model_on_the_chosen_device(tmp_path, capsys):
+    from clevr_poc.perception import Perception
+    from clevr_poc.perception.cli import main
+
+    assert main(["train", "--dataset", str(FIXTURE), "--out", str(tmp_path), "--split", "test", "--kinds",
+                 "incomplete", "--no-progress", "--detector-batch", "1", "--attribute-batch", "8", "--threads", "1",
+                 "--detector-steps", "1", "--attribute-steps", "1", "--init", str(MODEL), "--device", "cpu"]) == 0
+    assert "starting from the weights of" in capsys.readouterr().err
+    tuned = Perception.from_pretrained(tmp_path, device="cpu")
+    shipped = Perception.from_pretrained(MODEL)
+    assert tuned.metadata["device"] == "cpu" and tuned.metadata["train_config"]["init"] == str(MODEL)
+    # one small step away from the shipped weights, not a fresh initialisation
+    a = dict(tuned.attributes.named_parameters())["heads.color.weight"]
+    b = dict(shipped.attributes.named_parameters())["heads.color.weight"]
+    assert 0 < float((a - b).detach().abs().max()) < 0.05

@@ -259,10 +259,14 @@ def test_as_camera_from_camera_json_scene_and_file(tmp_path):
     assert as_camera(scene.to_json()) == camera
     path = scene.to_file(tmp_path / "scene.json")
     assert as_camera(path) == camera and as_camera(str(path)) == camera
-    with pytest.raises(FormatError, match="no camera"):
-        as_camera(APPENDIX_A / "scene.json")  # never rendered
-    with pytest.raises(FormatError, match="needs the camera"):
-        as_camera(None)
+    # a scene without a camera (never rendered, or the official release's) and None: the official camera,
+    # unless the camera source says otherwise
+    assert as_camera(APPENDIX_A / "scene.json") == "official" == as_camera(None)
+    assert as_camera(path, "official") == "official" and as_camera("ours") == "ours"
+    with pytest.raises(FormatError, match="the scene has no camera"):
+        as_camera(APPENDIX_A / "scene.json", "from-scene")
+    with pytest.raises(FormatError, match="unknown camera source"):
+        as_camera(None, "fisheye")
     with pytest.raises(FormatError, match="a camera is"):
         as_camera(3)
     with pytest.raises(FormatError, match="K must be 3x3"):
@@ -279,7 +283,7 @@ def test_pipeline_input_from_a_dataset_example():
     given = PipelineInput.of(example, scene_given=True)
     assert given.scene is rendered and given.camera is rendered and given.image == Path("image.png")
     assert PipelineInput.of(example).scene is None
-    assert PipelineInput.of(Example(environment, scene, question)).camera is None
+    assert PipelineInput.of(Example(environment, scene, question)).camera is scene  # its camera source decides
     with pytest.raises(FormatError, match="an item is"):
         PipelineInput.of("question")
 
@@ -319,7 +323,7 @@ def test_perception_pipeline_reports_failures_as_predictions(tiny_dataset):
     assert all(p.error.startswith("perception failed") and "needs an image" in p.error for p in predictions)
 
 
-def test_perceive_checks_image_against_camera():
+def test_perceive_fits_the_camera_to_the_image():
     calls = []
 
     def perception(image, camera, environment=None):
@@ -333,11 +337,25 @@ def test_perceive_checks_image_against_camera():
                              explain=False)
     assert calls == [((240, 320, 3), 320, environment)]  # constraint-aware decoding gets the environment
     assert answer.scene_facts.strip() == ""  # the perceived scene is empty
-    with pytest.raises(FormatError, match="camera renders 320x240"):
+    with pytest.raises(FormatError, match="made for 320x240 images but the image is 100x100"):
         pipeline.answer(np.zeros((100, 100, 3), np.uint8), question, environment, camera=camera)
     Pipeline(perception, None, constraint_decoding=False).perceive(np.zeros((240, 320, 3), np.uint8), camera,
                                                                    environment)
     assert calls[-1][2] is None
+    # a resized image: the camera's intrinsics scale with it
+    captured = []
+    Pipeline(lambda image, cam, environment=None: captured.append(cam) or Scene(())).perceive(
+        np.zeros((480, 640, 3), np.uint8), camera)
+    assert captured[0].width == 640 and captured[0].K[0, 0] == pytest.approx(2 * camera.K[0, 0])
+    # no camera: the official preset at the image's size; the pipeline's camera source can force another
+    pipeline.perceive(np.zeros((320, 320, 3), np.uint8))
+    assert calls[-1][1] == 320
+    captured.clear()
+    Pipeline(lambda image, cam, environment=None: captured.append(cam) or Scene(()), camera_source="ours").perceive(
+        np.zeros((240, 320, 3), np.uint8), Scene(()))
+    assert captured[0] == default_camera(320, 240)
+    with pytest.raises(FormatError, match="unknown camera source"):
+        Pipeline(perception, None, camera_source="front")
 
 
 # ---------------------------------------------------------------------- the shipped checkpoints

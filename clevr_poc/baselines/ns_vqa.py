@@ -140,35 +140,48 @@ class NSVQA:
 
 class PerceptionSource:
     """Scene source backed by :class:`clevr_poc.perception.Perception`: the example's rendered partial
-    image, the camera stored in its scene JSON by the renderer (``extra["camera"]``) and, with
-    ``constraint_aware=True`` (default), the example's environment for constraint-aware decoding.
+    image, its camera and, with ``constraint_aware=True`` (default), the example's environment for
+    constraint-aware decoding.
+
+    The camera follows ``camera_source`` (:mod:`clevr_poc.perception.cameras`): ``auto`` (default) is the
+    one our renderer stores in the scene JSON (``"camera"``) when there is one, else the official
+    CLEVR-POC camera (the release's scene files carry none); ``from-scene``, ``official`` or ``ours``
+    force a choice.
 
     Args:
         perception: a loaded model (``Perception.from_pretrained(path)``) or a checkpoint path.
         constraint_aware: decode with the environment's constraints (paper §5).
+        camera_source: see above.
+        device: torch device when ``perception`` is a path (``"auto"``: CUDA when present, else CPU).
+
+    Raises:
+        FormatError: an unknown camera source.
+        DeviceError: a device this machine does not have.
     """
 
     takes_example = True
 
-    def __init__(self, perception: Any, *, constraint_aware: bool = True) -> None:
+    def __init__(self, perception: Any, *, constraint_aware: bool = True, camera_source: str = "auto",
+                 device: Any = "auto") -> None:
+        from clevr_poc.perception.cameras import check_camera_source
+
+        self.camera_source = check_camera_source(camera_source)
         if isinstance(perception, (str, bytes)) or hasattr(perception, "__fspath__"):
             from clevr_poc.perception import Perception
 
-            perception = Perception.from_pretrained(perception)
+            perception = Perception.from_pretrained(perception, device=device)
         self.perception = perception
         self.constraint_aware = constraint_aware
         self.name = "perception" + (" + constraints" if constraint_aware else "")
 
     def __call__(self, example: Any) -> Scene:
-        from clevr_poc.errors import FormatError
+        from clevr_poc.perception.cameras import camera_spec
 
         if example.image_path is None:
             raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
                               field="image_path")
-        camera = example.partial_scene.extra.get("camera")
-        if camera is None:
-            raise FormatError("the scene JSON has no camera (render the dataset with python -m clevr_poc render)",
-                              source=example.image_path, field="camera")
+        camera = camera_spec(example.partial_scene, self.camera_source,
+                             source=getattr(example, "scene_path", None) or example.image_path)
         environment = example.environment if self.constraint_aware else None
         return self.perception(example.image_path, camera, environment)
 

@@ -80,6 +80,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="models folder with perception/ and parser_bilstm/ (default: the repository's models/)")
     parser.add_argument("--argmax-decoding", action="store_true",
                         help="decode perceived scenes by argmax instead of within the environment's constraints")
+    parser.add_argument("--device", default="auto", metavar="D",
+                        help="torch device of perception: auto (CUDA when present, else cpu), cpu, cuda or cuda:N "
+                             "(default: auto)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots of the report")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
@@ -207,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
 
     _say(f"[3/4] answering from pixels: perception + BiLSTM parser + clingo (models: {models})")
     clock = time.perf_counter()
-    pipeline = Pipeline.from_pretrained(models, constraint_decoding=not args.argmax_decoding, name=MAIN_MODEL)
+    pipeline = Pipeline.from_pretrained(models, constraint_decoding=not args.argmax_decoding, name=MAIN_MODEL,
+                                        device=getattr(args, "device", "auto"))
     timings["load models"] = time.perf_counter() - clock
     clock = time.perf_counter()
     from clevr_poc.dataset import load_dataset

@@ -6,7 +6,9 @@ examples::
     python -m clevr_poc.perception train --dataset v1data --out runs/perception --seed 0
     python -m clevr_poc.perception train --dataset v1data --out runs/perception --part detector &   # one core
     python -m clevr_poc.perception train --dataset v1data --out runs/perception --part attributes    # the other
+    python -m clevr_poc.perception train --dataset mixed --out runs/ft --init models/perception --device auto
     python -m clevr_poc.perception evaluate --dataset v1data --checkpoint models/perception --split test --json
+    python -m clevr_poc.perception evaluate --dataset official-release/output --split testing --camera official
 """
 
 from __future__ import annotations
@@ -17,13 +19,21 @@ import os
 import sys
 from typing import Sequence
 
-from clevr_poc._cli import open_unit_float, positive_int, run_guarded
+from clevr_poc._cli import (ArgumentParser, non_negative_float, open_unit_float, positive_int, run_guarded,
+                            with_checked_outputs)
+from clevr_poc.perception.cameras import CAMERA_SOURCES, DEFAULT_CAMERA_SOURCE
+from clevr_poc.perception.devices import DEFAULT_DEVICE
+
+_DEVICE_HELP = "torch device: auto (CUDA when present, else cpu), cpu, cuda or cuda:N (default: %(default)s)"
+_CAMERA_HELP = ("camera of each image: auto = the scene's own when it has one, else the official CLEVR-POC "
+                "camera (the release's scenes carry none); from-scene; or a preset: official, ours "
+                "(default: %(default)s)")
 
 _EPILOG = __doc__.split("examples::", 1)[1].replace("\n    ", "\n  ")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m clevr_poc.perception",
         description="Perception for CLEVR-POC: a Faster R-CNN detector and an NS-VQA attribute network trained "
                     "on rendered images; scenes decoded plainly or consistently with the environment.",
@@ -52,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train at most N steps of each part now, then stop (run again to resume)")
     t.add_argument("--threads", type=positive_int, default=None, metavar="T",
                    help="torch threads (default: 2 for --part all, else 1)")
+    t.add_argument("--init", default=None, metavar="MODEL",
+                   help="start both networks from this finished model (perception.pt or its folder): fine-tuning")
+    t.add_argument("--device", default=DEFAULT_DEVICE, metavar="D", help=_DEVICE_HELP)
+    t.add_argument("--exposure-jitter", type=non_negative_float, default=None, metavar="E",
+                   help="photometric augmentation: images scaled by 2**U(-E, E) (default 0: off)")
+    t.add_argument("--gamma-jitter", type=non_negative_float, default=None, metavar="G",
+                   help="photometric augmentation: images raised to 2**U(-G, G) (default 0: off)")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     e = sub.add_parser("evaluate", help="detection, attribute, region, relationship and scene accuracy",
@@ -65,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--score-threshold", type=open_unit_float, default=None, metavar="S",
                    help="detection score of an object for argmax decoding (default: the model's)")
     e.add_argument("--threads", type=positive_int, default=2, metavar="T", help="torch threads (default: 2)")
+    e.add_argument("--camera", choices=CAMERA_SOURCES, default=DEFAULT_CAMERA_SOURCE, help=_CAMERA_HELP)
+    e.add_argument("--device", default=DEFAULT_DEVICE, metavar="D", help=_DEVICE_HELP)
     e.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -82,14 +101,16 @@ def _run_train(args: argparse.Namespace) -> int:
         "seed": args.seed, "detector_steps": args.detector_steps, "attribute_steps": args.attribute_steps,
         "detector_batch": args.detector_batch, "attribute_batch": args.attribute_batch,
         "checkpoint_every": args.checkpoint_every,
-        "kinds": tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
+        "kinds": tuple(k.strip() for k in args.kinds.split(",") if k.strip()), "init": args.init,
+        "exposure_jitter": args.exposure_jitter, "gamma_jitter": args.gamma_jitter,
     }.items() if v is not None}
     config = TrainConfig(**overrides)
     parts = PARTS if args.part == "all" else (args.part,)
     datasets = args.dataset[0] if len(args.dataset) == 1 else args.dataset
     splits = [name.strip() for name in args.split.split(",") if name.strip()]
     path = train(datasets, args.out, split=splits[0] if len(splits) == 1 else splits, train_config=config, parts=parts,
-                 progress=not args.no_progress, limit=args.limit, stop_after=args.stop_after, log=lambda m: print(m, file=sys.stderr))
+                 progress=not args.no_progress, limit=args.limit, stop_after=args.stop_after,
+                 log=lambda m: print(m, file=sys.stderr), device=args.device)
     if path is None:
         print(f"{args.part}: stopped; the model is exported when both parts have finished "
               f"(checkpoints in {Path(args.out)}; run the same command to go on)")
@@ -105,11 +126,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from clevr_poc.perception.pipeline import Perception
 
     torch.set_num_threads(args.threads)
-    perception = Perception.from_pretrained(args.checkpoint)
+    perception = Perception.from_pretrained(args.checkpoint, device=args.device)
     if args.score_threshold is not None:
         perception.score_threshold = args.score_threshold
     report = evaluate(perception, args.dataset, split=args.split, limit=args.limit, decode=not args.no_decode,
-                      progress=not args.no_progress)
+                      progress=not args.no_progress, camera_source=args.camera)
     print(json.dumps(report, indent=None if args.json else 2) if args.json else format_report(report))
     return 0
 
@@ -125,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     return run_guarded(
-        lambda: _run_train(args) if args.command == "train" else _run_evaluate(args),
+        with_checked_outputs(lambda a: _run_train(a) if a.command == "train" else _run_evaluate(a), args,
+                             folders=("out",)),
         interrupted="interrupted (resume by running the same command again)",
         missing_module=lambda exc: f"perception needs the [vision] extra (torch, torchvision, Pillow, tqdm): {exc}")

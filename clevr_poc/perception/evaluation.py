@@ -5,7 +5,13 @@ For every example of a split (``clevr_poc.dataset.load_dataset``: environment, p
 ground truth, question, image) the detector runs once; its detections are decoded twice, plainly
 (``argmax``) and consistently with the example's environment (``constraints``,
 :mod:`clevr_poc.perception.decoding`). Predicted objects are matched to the visible ground-truth
-objects greedily by descending score at IoU >= 0.5 (the usual detection criterion).
+objects greedily by descending score at IoU >= 0.5 (the usual detection criterion). Scenes without
+boxes (the official release's) are matched by ground position instead: a prediction and a ground-truth
+object within :data:`POSITION_MATCH_DISTANCE` world units (every object of such a scene counts as
+visible).
+
+The camera of each image is the scene's own or a preset (``camera_source``, :mod:`.cameras`: ``auto``
+uses the scene's camera when it has one, else the official camera).
 
 Metrics per decoding:
 
@@ -33,10 +39,14 @@ import numpy as np
 from clevr_poc import domain
 from clevr_poc.dataset import load_dataset
 from clevr_poc.errors import FormatError
-from clevr_poc.perception.data import rendered_image
+from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, check_camera_source, scene_camera
+from clevr_poc.perception.data import image_truth
 from clevr_poc.scene import Scene
 
 IOU_THRESHOLD = 0.5
+#: Greatest distance (world units) between a predicted and a true centre matched without boxes: under half
+#: the official minimum distance between two small objects' centres (0.3 + 2 x 0.39 = 1.08).
+POSITION_MATCH_DISTANCE = 0.5
 DECODINGS: tuple[str, ...] = ("argmax", "constraints")
 
 
@@ -47,6 +57,28 @@ def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
     inter = iw * ih
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return inter / union if union > 0 else 0.0
+
+
+def match_by_position(predicted: Sequence[Sequence[float]], scores: Sequence[float],
+                      truth: Sequence[Sequence[float]], max_distance: float = POSITION_MATCH_DISTANCE
+                      ) -> list[tuple[int, int]]:
+    """Greedy matching by descending score of world ``(x, y)`` positions: pairs ``(predicted index, truth
+    index)`` whose distance is at most ``max_distance`` (the nearest free truth object each)."""
+    order = sorted(range(len(predicted)), key=lambda i: -scores[i])
+    used: set[int] = set()
+    pairs = []
+    for i in order:
+        best, best_distance = None, max_distance
+        for j, t in enumerate(truth):
+            if j in used:
+                continue
+            distance = float(np.hypot(predicted[i][0] - t[0], predicted[i][1] - t[1]))
+            if distance <= best_distance:
+                best, best_distance = j, distance
+        if best is not None:
+            used.add(best)
+            pairs.append((i, best))
+    return pairs
 
 
 def match_objects(predicted: Sequence[Sequence[float]], scores: Sequence[float], truth: Sequence[Sequence[float]],
@@ -107,7 +139,11 @@ def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, t
         x, y, w, h = o.extra["bbox"]
         boxes.append((x, y, x + w, y + h))
     scores = [o.extra["score"] for o in scene.objects]
-    pairs = match_objects(boxes, scores, truth_boxes)
+    if all(b is not None for b in truth_boxes):
+        pairs = match_objects(boxes, scores, truth_boxes)
+    else:
+        pairs = match_by_position([o.coords_3d[:2] for o in scene.objects], scores,
+                                  [t.centre for t in truth_objects])
     tally.tp += len(pairs)
     tally.fp += len(boxes) - len(pairs)
     tally.fn += len(truth_boxes) - len(pairs)
@@ -141,20 +177,26 @@ def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, t
 
 
 def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "test", limit: int | None = None,
-             decode: bool = True, answers: bool = True, progress: bool = True) -> dict[str, Any]:
+             decode: bool = True, answers: bool = True, progress: bool = True,
+             camera_source: str = DEFAULT_CAMERA_SOURCE) -> dict[str, Any]:
     """Metrics (module doc) of ``perception`` on the rendered partial-scene images of ``split``.
 
-    Returns ``{"split", "images", "argmax": {...}, "constraints": {...} (when ``decode``),
-    "gain": constraints minus argmax for the headline numbers, "decoding": statuses and seconds,
-    "seconds_per_image"}``.
+    ``dataset``: a folder in our layout or the official release's (:func:`clevr_poc.dataset.load_dataset`);
+    ``camera_source``: :data:`clevr_poc.perception.cameras.CAMERA_SOURCES`.
+
+    Returns ``{"split", "images", "camera_source", "cameras": {"scene": n, "preset": m}, "matching": "iou" |
+    "position" | "mixed", "argmax": {...}, "constraints": {...} (when ``decode``), "gain": constraints minus
+    argmax for the headline numbers, "decoding": statuses and seconds, "detect_seconds_per_image"}``.
 
     Raises:
-        FormatError: not a dataset folder, no such split, or no rendered image in it.
+        FormatError: not a dataset folder, no such split, no rendered image in it, an unknown camera
+            source, or ``from-scene`` on a scene without a camera.
     """
     from tqdm import tqdm
 
     from clevr_poc.reasoning import Reasoner
 
+    check_camera_source(camera_source)
     data = load_dataset(dataset, split=split)
     examples = [e for e in data if e.image_path is not None]
     if limit is not None:
@@ -168,11 +210,15 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
     statuses: dict[str, int] = {}
     changed = 0
     detect_seconds = decode_seconds = 0.0
+    cameras = {"scene": 0, "preset": 0}
+    matching: set[str] = set()
     for example in tqdm(examples, desc="evaluate", disable=not progress, unit="image"):
-        root = example.image_path.parent.parent.parent
-        scene_path = root / "scenes" / example.image_path.parent.name / f"CLEVR_{example.image_index:06d}.json"
-        truth = rendered_image(scene_path, example.image_path)
+        truth = image_truth(example.partial_scene, example.image_path, camera_source=camera_source,
+                            scene_path=example.scene_path)
         truth_boxes = [o.box for o in truth.objects]
+        matching.add("iou" if truth.annotated else "position")
+        own = camera_source in ("auto", "from-scene") and scene_camera(example.partial_scene) is not None
+        cameras["scene" if own else "preset"] += 1
         camera = truth.camera
         start = time.perf_counter()
         detections = perception.detect(example.image_path, camera)
@@ -200,7 +246,8 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
             answer = reasoner.answer(example.environment, example.partial_scene, example.question.asp_query)
             gold.answered += 1
             gold.answer_right += answer.values == example.question.answer
-    report: dict[str, Any] = {"split": split, "images": len(examples)}
+    report: dict[str, Any] = {"split": split, "images": len(examples), "camera_source": camera_source,
+                              "cameras": cameras, "matching": matching.pop() if len(matching) == 1 else "mixed"}
     for name, tally in tallies.items():
         report[name] = tally.report()
     if decode:
@@ -224,7 +271,9 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 def format_report(report: dict[str, Any]) -> str:
     """A short plain-text table of :func:`evaluate`'s report."""
-    lines = [f"split {report['split']}: {report['images']} images"]
+    lines = [f"split {report['split']}: {report['images']} images (cameras: {report['cameras']['scene']} from "
+             f"the scenes, {report['cameras']['preset']} preset; camera source {report['camera_source']}; "
+             f"matching by {report['matching']})"]
     names = [n for n in DECODINGS if n in report]
     header = f"{'metric':<24}" + "".join(f"{n:>13}" for n in names)
     lines.append(header)

@@ -3,8 +3,9 @@
 * :func:`build_detector`: a class-agnostic Faster R-CNN (torchvision ``FasterRCNN``) on a small
   from-scratch backbone with an FPN. ImageNet weights cannot be downloaded here, so nothing is
   pre-trained: a light ResNet-style backbone (about 0.3 M parameters, strides 4/8/16) is trained on
-  our own renders. Input: float images (3, 240, 320) in [0, 1]; output: boxes ``(x1, y1, x2, y2)`` in
-  pixels with an objectness score.
+  our own renders. Input: float images (3, H, W) in [0, 1] of any size (320 x 240, 320 x 320,
+  480 x 320, ...: the images are never resized, so the boxes are in the image's own pixels); output:
+  boxes ``(x1, y1, x2, y2)`` in pixels with an objectness score.
 * :class:`AttributeNet`: the NS-VQA attribute network: an object crop and the full image (with the
   object's box as a fourth channel, NS-VQA's "segment + image" input) -> logits of color (8), shape
   (4), size (3), material (2), and a 2-vector offset (world units) from the ground point under the box's
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import nn
 from torchvision.models.detection import FasterRCNN
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+from torchvision.models.detection.transform import GeneralizedRCNNTransform
 from torchvision.ops import MultiScaleRoIAlign
 from torchvision.ops.feature_pyramid_network import FeaturePyramidNetwork, LastLevelMaxPool
 
@@ -39,7 +41,9 @@ class ModelConfig:
     """Hyper-parameters of both networks (stored in every checkpoint).
 
     Attributes:
-        image_width, image_height: input size in pixels (renders are 320 x 240).
+        image_width, image_height: the size (pixels) of the renders the model was first built for; kept
+            for old checkpoints only: both networks take images of any size (the detector never resizes,
+            the attribute network sees fixed-size crops and a fixed-size context).
         backbone_channels: channels of the stem's two convolutions (strides 2 and 4) and of the residual stages at
             strides 8 and 16 (the stride-4 stage keeps the stem's width).
         fpn_channels: channels of every FPN level.
@@ -120,11 +124,22 @@ class SmallBackboneWithFPN(nn.Module):
         return self.fpn(OrderedDict([("0", f1), ("1", f2), ("2", f3)]))
 
 
-def build_detector(config: ModelConfig = ModelConfig()) -> FasterRCNN:
-    """A class-agnostic Faster R-CNN (2 classes: background, object) for ``config``'s image size.
+class NativeSizeTransform(GeneralizedRCNNTransform):
+    """torchvision's detection transform without the resize: images are normalised and padded into a
+    batch at their own size, so one detector reads 320 x 240, 320 x 320 and 480 x 320 images alike and
+    its boxes are in each image's own pixels (torchvision would scale every image to ``min_size``)."""
 
-    The images are not resized (``min_size = image_height``, ``max_size = image_width``); normalisation
-    uses mean 0.5 / std 0.25 per channel (renders, not ImageNet photos). At most 20 detections per image
+    def resize(self, image: torch.Tensor, target: dict[str, torch.Tensor] | None = None
+               ) -> tuple[torch.Tensor, dict[str, torch.Tensor] | None]:
+        return image, target
+
+
+def build_detector(config: ModelConfig = ModelConfig()) -> FasterRCNN:
+    """A class-agnostic Faster R-CNN (2 classes: background, object) for images of any size.
+
+    The images are not resized (:class:`NativeSizeTransform`; at 320 x 240 this is exactly what the first
+    checkpoints were trained with: ``min_size = 240, max_size = 320`` scale by 1.0); normalisation uses
+    mean 0.5 / std 0.25 per channel (renders, not ImageNet photos). At most 20 detections per image
     (CLEVR-POC scenes have at most 9 objects).
     """
     backbone = SmallBackboneWithFPN(tuple(config.backbone_channels), config.fpn_channels)
@@ -133,7 +148,7 @@ def build_detector(config: ModelConfig = ModelConfig()) -> FasterRCNN:
     roi_pool = MultiScaleRoIAlign(featmap_names=["0", "1", "2"], output_size=7, sampling_ratio=2)
     box_head = TwoMLPHead(config.fpn_channels * 7 * 7, config.box_head_dim)
     box_predictor = FastRCNNPredictor(config.box_head_dim, 2)
-    return FasterRCNN(
+    detector = FasterRCNN(
         backbone, num_classes=None,
         min_size=config.image_height, max_size=config.image_width,
         image_mean=[0.5, 0.5, 0.5], image_std=[0.25, 0.25, 0.25],
@@ -143,6 +158,9 @@ def build_detector(config: ModelConfig = ModelConfig()) -> FasterRCNN:
         rpn_batch_size_per_image=128, box_batch_size_per_image=64,
         box_score_thresh=0.05, box_detections_per_img=20,
     )
+    detector.transform = NativeSizeTransform(config.image_height, config.image_width, [0.5, 0.5, 0.5],
+                                             [0.25, 0.25, 0.25])
+    return detector
 
 
 class _Tower(nn.Sequential):
@@ -201,32 +219,41 @@ def crop_boxes(boxes: torch.Tensor, margin: float) -> torch.Tensor:
     return torch.stack([cx - half, cy - half, cx + half, cy + half], dim=1)
 
 
-def attribute_inputs(images: torch.Tensor, contexts: torch.Tensor, image_index: torch.Tensor, boxes: torch.Tensor,
-                     config: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
+def attribute_inputs(images: torch.Tensor | Sequence[torch.Tensor], contexts: torch.Tensor, image_index: torch.Tensor,
+                     boxes: torch.Tensor, config: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """Crops and context inputs of :class:`AttributeNet` for K boxes.
 
     Args:
-        images: float (B, 3, H, W) in [0, 1].
+        images: float (B, 3, H, W) in [0, 1], or a sequence of B float (3, H_b, W_b) images of their own
+            sizes.
         contexts: float (B, 3, context_height, context_width), the same images downscaled
             (:func:`context_images`).
         image_index: long (K,), the image of each box.
-        boxes: float (K, 4) ``(x1, y1, x2, y2)`` pixels.
+        boxes: float (K, 4) ``(x1, y1, x2, y2)`` pixels of its image.
 
     Returns:
-        crops (K, 3, crop_size, crop_size) and contexts (K, 4, context_height, context_width).
+        crops (K, 3, crop_size, crop_size) and contexts (K, 4, context_height, context_width), on
+        ``boxes``' device.
     """
     from torchvision.ops import roi_align
 
     windows = crop_boxes(boxes, config.crop_margin)
-    rois = torch.cat([image_index.to(boxes.dtype)[:, None], windows], dim=1)
-    crops = roi_align(images, rois, output_size=config.crop_size, spatial_scale=1.0, sampling_ratio=2, aligned=True)
-    H, W = images.shape[-2:]
     ch, cw = config.context_height, config.context_width
-    ys = (torch.arange(ch, dtype=boxes.dtype) + 0.5) * (H / ch)
-    xs = (torch.arange(cw, dtype=boxes.dtype) + 0.5) * (W / cw)
-    inside_y = (ys[None, :] >= boxes[:, 1:2]) & (ys[None, :] <= boxes[:, 3:4])
-    inside_x = (xs[None, :] >= boxes[:, 0:1]) & (xs[None, :] <= boxes[:, 2:3])
-    mask = (inside_y[:, :, None] & inside_x[:, None, :]).to(images.dtype)
+    crops = boxes.new_empty((len(boxes), 3, config.crop_size, config.crop_size))
+    mask = boxes.new_empty((len(boxes), ch, cw))
+    for b in torch.unique(image_index).tolist():
+        chosen = image_index == b
+        image = images[b]
+        rois = torch.cat([torch.zeros_like(windows[chosen][:, :1]), windows[chosen]], dim=1)
+        crops[chosen] = roi_align(image[None], rois, output_size=config.crop_size, spatial_scale=1.0,
+                                  sampling_ratio=2, aligned=True)
+        H, W = image.shape[-2:]
+        ys = (torch.arange(ch, dtype=boxes.dtype, device=boxes.device) + 0.5) * (H / ch)
+        xs = (torch.arange(cw, dtype=boxes.dtype, device=boxes.device) + 0.5) * (W / cw)
+        own = boxes[chosen]
+        inside_y = (ys[None, :] >= own[:, 1:2]) & (ys[None, :] <= own[:, 3:4])
+        inside_x = (xs[None, :] >= own[:, 0:1]) & (xs[None, :] <= own[:, 2:3])
+        mask[chosen] = (inside_y[:, :, None] & inside_x[:, None, :]).to(boxes.dtype)
     return crops, torch.cat([contexts[image_index], mask[:, None]], dim=1)
 
 

@@ -1,11 +1,17 @@
-"""``Perception``: image + camera -> :class:`~clevr_poc.scene.Scene` (detector, attribute network,
+"""``Perception``: image (+ camera) -> :class:`~clevr_poc.scene.Scene` (detector, attribute network,
 ground geometry, optional constraint-aware decoding).
 
 ::
 
-    perception = Perception.from_pretrained("models/perception")      # folder or .pt file
-    scene = perception("CLEVR_test_000003.png", camera)                 # argmax decoding
+    perception = Perception.from_pretrained("models/perception")      # folder or .pt file; device="auto"
+    scene = perception("CLEVR_000003.png")                              # no camera: the official preset
+    scene = perception("CLEVR_test_000003.png", camera)                 # a Camera, its JSON or a preset name
     scene = perception(image_array, camera, environment=env)            # most probable consistent scene
+
+Images of any size are read (320 x 240, the official 320 x 320, 480 x 320, ...); the camera is fitted to
+the image's size (:mod:`.cameras`: a preset is built at that size, a given camera's intrinsics are
+scaled). ``camera=None`` means the camera of images that come without one: the official CLEVR-POC
+camera. The networks run on ``device`` (``"auto"``: CUDA when present, else the CPU; :mod:`.devices`).
 
 Each object of the returned scene carries, in ``extra``: ``probabilities`` (attribute -> value ->
 probability), ``region_probabilities`` (region id as a string -> probability), ``score`` (detector),
@@ -29,7 +35,9 @@ from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
 from clevr_poc.perception import geometry as geo
+from clevr_poc.perception.cameras import FALLBACK_PRESET, as_camera, resolve_camera
 from clevr_poc.perception.data import load_image
+from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
 from clevr_poc.perception.training import MODEL_FORMAT
@@ -42,6 +50,9 @@ DEFAULT_SCORE_THRESHOLD = 0.5
 DEFAULT_CANDIDATE_THRESHOLD = 0.2
 #: File name of the model inside a model folder.
 MODEL_FILE = "perception.pt"
+#: Image sides (pixels) perception accepts: CLEVR renders are 240-480 px; far smaller images hold no
+#: readable object, far larger ones only cost memory (the detector never resizes).
+MIN_IMAGE_SIDE, MAX_IMAGE_SIDE = 64, 2048
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,9 @@ class Detection:
     offset: tuple[float, float]
 
 
-def _as_image(image: Any, config: ModelConfig) -> np.ndarray:
-    """uint8 (H, W, 3) from a path, a PIL image or an array; :class:`FormatError` otherwise."""
+def _as_image(image: Any) -> np.ndarray:
+    """uint8 (H, W, 3) from a path, a PIL image or an array (any size from :data:`MIN_IMAGE_SIDE` to
+    :data:`MAX_IMAGE_SIDE` pixels a side); :class:`FormatError` otherwise."""
     if isinstance(image, (str, os.PathLike)):
         array = load_image(image)
     elif hasattr(image, "convert") and hasattr(image, "size"):  # PIL.Image
@@ -81,24 +93,11 @@ def _as_image(image: Any, config: ModelConfig) -> np.ndarray:
     else:
         raise FormatError("an image is a file path, a PIL image or a numpy array", field="image",
                           value=type(image).__name__)
-    if array.shape[:2] != (config.image_height, config.image_width):
-        raise FormatError(f"the model expects {config.image_width}x{config.image_height} images",
-                          field="image", value=f"{array.shape[1]}x{array.shape[0]}")
+    height, width = array.shape[:2]
+    if not (MIN_IMAGE_SIDE <= width <= MAX_IMAGE_SIDE and MIN_IMAGE_SIDE <= height <= MAX_IMAGE_SIDE):
+        raise FormatError(f"image sides must be {MIN_IMAGE_SIDE}-{MAX_IMAGE_SIDE} pixels", field="image",
+                          value=f"{width}x{height}")
     return np.ascontiguousarray(array)
-
-
-def _as_camera(camera: Any, config: ModelConfig) -> Camera:
-    if isinstance(camera, Camera):
-        cam = camera
-    elif isinstance(camera, dict):
-        cam = Camera.from_json(camera)
-    else:
-        raise FormatError("camera must be a clevr_poc.rendering.geometry.Camera or its JSON", field="camera",
-                          value=type(camera).__name__)
-    if (cam.width, cam.height) != (config.image_width, config.image_height):
-        raise FormatError("the camera's image size differs from the image's", field="camera.image_size",
-                          value=(cam.width, cam.height))
-    return cam
 
 
 class Perception:
@@ -114,14 +113,19 @@ class Perception:
         candidate_threshold: detection score of a candidate in constraint-aware decoding.
         decode_time_limit: seconds for clingo per image.
         metadata: training metadata of the model file.
+        device: torch device of both networks (``"auto"``: CUDA when present, else CPU; :mod:`.devices`).
+
+    Raises:
+        DeviceError: a device this machine does not have.
     """
 
     def __init__(self, detector: torch.nn.Module, attributes: AttributeNet, config: ModelConfig, *,
                  position_sigma: float = 0.3, score_threshold: float = DEFAULT_SCORE_THRESHOLD,
                  candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
-                 metadata: dict[str, Any] | None = None) -> None:
-        self.detector = detector.eval()
-        self.attributes = attributes.eval()
+                 metadata: dict[str, Any] | None = None, device: Any = DEFAULT_DEVICE) -> None:
+        self.device = resolve_device(device)
+        self.detector = detector.to(self.device).eval()
+        self.attributes = attributes.to(self.device).eval()
         self.config = config
         self.position_sigma = float(position_sigma)
         self.score_threshold = float(score_threshold)
@@ -132,9 +136,11 @@ class Perception:
     # ------------------------------------------------------------------ loading
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike[str], **kwargs: Any) -> "Perception":
-        """Load a model written by training (``perception.pt``, or a folder holding it).
+        """Load a model written by training (``perception.pt``, or a folder holding it); ``kwargs`` go to
+        the constructor (``device="auto"``, thresholds, ...).
 
         Raises:
+            DeviceError: ``device`` is not available here.
             FormatError: no such file, or not a perception model (wrong format tag, missing weights,
                 weights that do not fit the stored configuration).
         """
@@ -163,30 +169,48 @@ class Perception:
         return cls(detector, attributes, config, metadata=data.get("training"), **kwargs)
 
     # ------------------------------------------------------------------ inference
-    @torch.no_grad()
-    def detect(self, image: Any, camera: Any) -> list[Detection]:
+    def camera_for(self, image: Any, camera: Any = None) -> tuple[np.ndarray, Camera]:
+        """The image as uint8 (H, W, 3) and its camera fitted to its size (``camera``: a Camera, its
+        JSON, a preset name, or None for the official preset; :func:`.cameras.resolve_camera`).
+
+        Raises:
+            FormatError: bad image, unknown preset, malformed camera or one of another aspect ratio.
+        """
+        array = _as_image(image)
+        height, width = array.shape[:2]
+        if camera is None:
+            camera = FALLBACK_PRESET
+        return array, resolve_camera(width, height, camera=camera)
+
+    def detect(self, image: Any, camera: Any = None) -> list[Detection]:
         """Every detection with score >= ``min(candidate_threshold, score_threshold)``, by descending score.
+
+        ``camera``: see :meth:`camera_for` (None: the official camera).
 
         Raises:
             FormatError: bad image (type, shape, size) or camera.
         """
-        array = _as_image(image, self.config)
-        cam = _as_camera(camera, self.config)
-        tensor = torch.from_numpy(array).permute(2, 0, 1).float().div_(255.0)
+        array, cam = self.camera_for(image, camera)
+        return self._detect(array, cam)
+
+    @torch.no_grad()
+    def _detect(self, array: np.ndarray, cam: Camera) -> list[Detection]:
+        tensor = torch.from_numpy(array).to(self.device).permute(2, 0, 1).float().div_(255.0)
         output = self.detector([tensor])[0]
         threshold = min(self.candidate_threshold, self.score_threshold)
         keep = output["scores"] >= threshold
-        boxes, scores = output["boxes"][keep], output["scores"][keep]
+        boxes, scores = output["boxes"][keep], output["scores"][keep].cpu()
         if len(boxes) == 0:
             return []
         images = tensor[None]
         crops, contexts = attribute_inputs(images, context_images(images, self.config),
-                                           torch.zeros(len(boxes), dtype=torch.long), boxes, self.config)
-        features = torch.from_numpy(np.stack([geo.box_features(b.tolist(), cam) for b in boxes]))
-        out = self.attributes(crops, contexts, features)
+                                           torch.zeros(len(boxes), dtype=torch.long, device=self.device), boxes,
+                                           self.config)
+        features = torch.from_numpy(np.stack([geo.box_features(b, cam) for b in boxes.tolist()])).to(self.device)
+        out = {k: v.cpu() for k, v in self.attributes(crops, contexts, features).items()}
         probs = {a: torch.softmax(out[a], dim=1).numpy().astype(float) for a in domain.ATTRIBUTES}
         detections = []
-        for k, box in enumerate(boxes.tolist()):
+        for k, box in enumerate(boxes.cpu().tolist()):
             offset = tuple(float(v) for v in out["offset"][k])
             try:
                 x, y = geo.object_centre(box, cam, offset)
@@ -199,8 +223,11 @@ class Perception:
 
     def decode(self, detections: Sequence[Detection], camera: Any, environment: Environment | None = None
                ) -> Scene:
-        """The scene of ``detections``: argmax decoding, or constraint-aware decoding in ``environment``."""
-        cam = _as_camera(camera, self.config)
+        """The scene of ``detections``: argmax decoding, or constraint-aware decoding in ``environment``.
+
+        ``camera``: the :class:`Camera` the detections were made with (:meth:`camera_for`), or its JSON.
+        """
+        cam = as_camera(camera)
         if environment is None:
             decoded = argmax_decode([d.candidate for d in detections], self.score_threshold)
         else:
@@ -210,15 +237,18 @@ class Perception:
             decoded = replace(inner, keep=tuple(index[i] for i in inner.keep))   # back to detection indices
         return self._scene(detections, decoded, cam, environment)
 
-    def __call__(self, image: Any, camera: Any, environment: Environment | None = None) -> Scene:
+    def __call__(self, image: Any, camera: Any = None, environment: Environment | None = None) -> Scene:
         """Perceive one image: ``image`` is a path, a PIL image or a uint8 (H, W, 3) array (float in [0, 1]
-        accepted); ``camera`` a :class:`~clevr_poc.rendering.geometry.Camera` or its JSON (the scene
-        JSON's ``camera``). With ``environment``, constraint-aware decoding (:mod:`.decoding`).
+        accepted) of any size; ``camera`` a :class:`~clevr_poc.rendering.geometry.Camera`, its JSON (the
+        scene JSON's ``camera``), a preset name (``"official"``, ``"ours"``) or None (the official camera,
+        that of the release's images), fitted to the image's size. With ``environment``,
+        constraint-aware decoding (:mod:`.decoding`).
 
         Raises:
             FormatError: bad image or camera.
         """
-        return self.decode(self.detect(image, camera), camera, environment)
+        array, cam = self.camera_for(image, camera)
+        return self.decode(self._detect(array, cam), cam, environment)
 
     # ------------------------------------------------------------------ scene
     def _scene(self, detections: Sequence[Detection], decoded: DecodedScene, camera: Camera,

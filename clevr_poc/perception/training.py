@@ -16,13 +16,17 @@ Files in the output folder (every write atomic: temp file + rename):
 
 The two parts are independent (the attribute network trains on ground-truth boxes, jittered), so two
 processes can train them at once (``--part detector`` / ``--part attributes``), one core each.
+
+Images of different sizes mix freely (320 x 240, 320 x 320, 480 x 320: the detector never resizes, the
+attribute network sees fixed-size crops). ``TrainConfig.init`` names a finished ``perception.pt`` to
+start both networks from (fine-tuning; its :class:`ModelConfig` is used). Training runs on ``device``
+(``"auto"``: CUDA when present, else CPU; :mod:`clevr_poc.perception.devices`).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,6 +67,13 @@ class TrainConfig:
             fraction of the box size (detector boxes are not exact).
         checkpoint_every: steps between checkpoints.
         kinds: scene kinds used (``incomplete``, ``complete``).
+        init: a finished model file (``perception.pt``) whose weights both networks start from
+            (fine-tuning), or None (from scratch).
+        exposure_jitter: photometric augmentation of both networks: every image is multiplied by
+            ``2 ** U(-e, e)`` (a change of exposure, which keeps hues; 0 = off) ...
+        gamma_jitter: ... and raised to the power ``2 ** U(-g, g)`` (another tone curve), then clipped to
+            [0, 1]. Renders of one scene differ this way between styles and colour handling (the official
+            look is far darker than ours), so a model that must read unknown looks sees both.
     """
 
     seed: int = 0
@@ -77,6 +88,9 @@ class TrainConfig:
     box_jitter: float = 0.08
     checkpoint_every: int = 100
     kinds: tuple[str, ...] = ("incomplete", "complete")
+    init: str | None = None
+    exposure_jitter: float = 0.0
+    gamma_jitter: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -88,12 +102,12 @@ class TrainingData:
 
     Attributes:
         records: the :class:`RenderedImage` records.
-        images: uint8 (N, 3, H, W).
+        images: N uint8 tensors (3, H_i, W_i), each at its own size.
         contexts: float (N, 3, context_height, context_width).
     """
 
     records: list[RenderedImage]
-    images: torch.Tensor
+    images: list[torch.Tensor]
     contexts: torch.Tensor
 
     @classmethod
@@ -104,8 +118,10 @@ class TrainingData:
         folder or several; images of every (dataset, split) pair are pooled, pairs without rendered
         images are skipped; ``limit`` applies per dataset, split and kind).
 
+        Only images whose scene has boxes are used (:attr:`RenderedImage.annotated`).
+
         Raises:
-            FormatError: no rendered image at all, or an image whose size differs from ``config``'s.
+            FormatError: no rendered image at all, or an image whose size differs from its camera's.
         """
         datasets = [dataset] if isinstance(dataset, (str, os.PathLike)) else list(dataset)
         splits = [split] if isinstance(split, str) else list(split)
@@ -121,21 +137,19 @@ class TrainingData:
                     if len(datasets) * len(splits) == 1 or error.field != "split":
                         raise
                     continue  # a split this dataset does not have
-                records.extend(r for r in found if r.objects)
+                records.extend(r for r in found if r.objects and r.annotated)
         if not records:
             raise FormatError(f"no rendered image with visible objects in split(s) {splits} "
                               "(render it first: python -m clevr_poc render)",
                               source=", ".join(str(d) for d in datasets), field="split", value=split)
-        arrays = []
+        images = []
         for r in records:
             array = load_image(r.image_path)
-            if array.shape[:2] != (config.image_height, config.image_width):
-                raise FormatError(f"image is {array.shape[1]}x{array.shape[0]}, the model expects "
-                                  f"{config.image_width}x{config.image_height}", source=r.image_path)
-            arrays.append(array)
-        images = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).contiguous()
-        contexts = torch.cat([context_images(images[i:i + 64].float() / 255.0, config)
-                              for i in range(0, len(images), 64)])
+            if array.shape[:2] != (r.camera.height, r.camera.width):
+                raise FormatError(f"image is {array.shape[1]}x{array.shape[0]}, its camera "
+                                  f"{r.camera.width}x{r.camera.height}", source=r.image_path)
+            images.append(torch.from_numpy(array).permute(2, 0, 1).contiguous())
+        contexts = torch.cat([context_images(image[None].float() / 255.0, config) for image in images])
         return cls(records, images, contexts)
 
     @property
@@ -163,16 +177,11 @@ def _batch_indices(step: int, batch: int, n: int, seed: int) -> list[int]:
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
-    """``torch.save`` to a temp file in the same folder, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """``torch.save`` to a temp file in the same folder, fsync, then rename (:func:`clevr_poc._io.atomic_open`)."""
+    from clevr_poc._io import atomic_open
+
+    with atomic_open(path) as handle:
+        torch.save(obj, handle)
 
 
 def load_state(path: Path) -> dict[str, Any] | None:
@@ -202,12 +211,44 @@ def _resume(path: Path, module: torch.nn.Module, optimizer: torch.optim.Optimize
     """
     state = load_state(path)
     if state is None:
+        if train.init is not None:
+            module.load_state_dict(_initial_weights(train.init, part))
+            log(f"{part}: starting from the weights of {train.init}")
         return {"step": 0, "losses": [], "seconds": 0.0}
     _check_resume(state, train, model_config, path)
     module.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     log(f"{part}: resuming at step {state['step']} / {total}")
     return state
+
+
+def read_model_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The contents of a finished model file (``perception.pt``, or a folder holding it).
+
+    Raises:
+        FormatError: no such file, or not a perception model.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "perception.pt"
+    if not path.is_file():
+        raise FormatError("model file not found", source=path)
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # corrupt or foreign file: many exception types
+        raise FormatError(f"not a readable model file ({exc.__class__.__name__})", source=path) from None
+    if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
+        raise FormatError(f"not a perception model (expected format {MODEL_FORMAT!r})", source=path,
+                          field="format", value=data.get("format") if isinstance(data, dict) else None)
+    return data
+
+
+def _initial_weights(init: str, part: str) -> dict[str, torch.Tensor]:
+    data = read_model_file(init)
+    key = "detector" if part == "detector" else "attributes"
+    if key not in data:
+        raise FormatError(f"the model file has no {key} weights", source=init, field=key)
+    return {k: v.float() for k, v in data[key].items()}
 
 
 def _check_resume(state: dict[str, Any], train: TrainConfig, model: ModelConfig, path: Path) -> None:
@@ -217,13 +258,40 @@ def _check_resume(state: dict[str, Any], train: TrainConfig, model: ModelConfig,
                               "the same settings", source=path, field=key)
 
 
+def photometric(image: torch.Tensor, exposure: float, gamma: float) -> torch.Tensor:
+    """``clip(image ** 2**gamma * 2**exposure, 0, 1)`` of a float image in [0, 1] (:class:`TrainConfig`)."""
+    if exposure == 0.0 and gamma == 0.0:
+        return image
+    return (image.clamp(min=0.0) ** (2.0 ** gamma) * (2.0 ** exposure)).clamp_(0.0, 1.0)
+
+
+def _photometric_draw(train: TrainConfig, u: tuple[float, float]) -> tuple[float, float]:
+    """Exposure and gamma (log2) from two uniform [0, 1) numbers."""
+    return (train.exposure_jitter * (2 * u[0] - 1), train.gamma_jitter * (2 * u[1] - 1))
+
+
+def _cpu(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A state dict with every tensor on the CPU (checkpoints load anywhere)."""
+    return {k: v.detach().cpu() for k, v in state.items()}
+
+
+def _optimizer_to(optimizer: torch.optim.Optimizer, device: Any) -> None:
+    """Move a (resumed) optimizer's state tensors to ``device``, beside its parameters."""
+    for per_param in optimizer.state.values():
+        for key, value in per_param.items():
+            if isinstance(value, torch.Tensor) and key != "step":
+                per_param[key] = value.to(device)
+
+
 # ---------------------------------------------------------------------- detector
-def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Generator
-                    ) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Generator, device: Any = "cpu",
+                    train: TrainConfig | None = None) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
     images, targets = [], []
     for i in indices:
-        image = data.images[i].float() / 255.0
-        boxes = torch.tensor([o.box for o in data.records[i].objects], dtype=torch.float32)
+        image = data.images[i].to(device).float() / 255.0
+        if train is not None and (train.exposure_jitter or train.gamma_jitter):
+            image = photometric(image, *_photometric_draw(train, tuple(torch.rand(2, generator=generator).tolist())))
+        boxes = torch.tensor([o.box for o in data.records[i].objects], dtype=torch.float32, device=device)
         if torch.rand((), generator=generator) < 0.5:  # horizontal flip (boxes only: no labels here)
             image = image.flip(-1)
             width = image.shape[-1]
@@ -234,11 +302,12 @@ def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Gen
 
 
 def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_config: ModelConfig, *,
-                   progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None
-                   ) -> dict[str, Any]:
+                   progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None,
+                   device: Any = "cpu") -> dict[str, Any]:
     """Train (or resume training) the detector; returns the last state (also in ``out/detector.pt``).
 
     ``stop_after``: train at most this many steps now (a checkpoint is written; run again to go on).
+    ``device``: a torch device (:func:`clevr_poc.perception.devices.resolve_device`).
     """
     from tqdm import tqdm
 
@@ -248,7 +317,8 @@ def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_conf
     optimizer = torch.optim.AdamW(detector.parameters(), lr=train.detector_lr, weight_decay=train.weight_decay)
     state = _resume(path, detector, optimizer, train, model_config, part="detector", total=train.detector_steps,
                     log=log)
-    detector.train()
+    detector.to(device).train()
+    _optimizer_to(optimizer, device)
     step = state["step"]
     bar = tqdm(total=train.detector_steps, initial=step, desc="detector", disable=not progress, unit="step")
     start = time.perf_counter()
@@ -259,7 +329,7 @@ def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_conf
         torch.manual_seed(train.seed * 1_000_003 + step)   # proposal sampling: the same after a resume
         generator = torch.Generator().manual_seed(train.seed * 7919 + step)
         images, targets = _detector_batch(data, _batch_indices(step, train.detector_batch, len(data.records),
-                                                               train.seed), generator)
+                                                               train.seed), generator, device, train)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, train.detector_steps, train.detector_lr, train.warmup_steps)
         losses = detector(images, targets)
@@ -273,7 +343,7 @@ def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_conf
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(running[-20:]):.3f}")
         if step % train.checkpoint_every == 0 or step == last:
-            state = {"step": step, "model": detector.state_dict(), "optimizer": optimizer.state_dict(),
+            state = {"step": step, "model": _cpu(detector.state_dict()), "optimizer": optimizer.state_dict(),
                      "losses": state["losses"] + [float(np.mean(running))],
                      "seconds": seconds0 + time.perf_counter() - start,
                      "train_config": train.to_json(), "model_config": model_config.to_json(),
@@ -291,30 +361,40 @@ class _ObjectIndex:
     boxes: np.ndarray     # float32 (M, 4)
     labels: np.ndarray    # int64 (M, 4), attribute order of domain.ATTRIBUTES
     centres: np.ndarray   # float64 (M, 2)
+    sizes: np.ndarray     # float64 (M, 2): width, height of the object's image
 
 
 def _object_index(data: TrainingData) -> _ObjectIndex:
-    image, boxes, labels, centres = [], [], [], []
+    image, boxes, labels, centres, sizes = [], [], [], [], []
     for i, record in enumerate(data.records):
         for o in record.objects:
             image.append(i)
             boxes.append(o.box)
             labels.append([o.label(a) for a in domain.ATTRIBUTES])
             centres.append(o.centre)
+            sizes.append((record.camera.width, record.camera.height))
     return _ObjectIndex(np.asarray(image, dtype=np.int64), np.asarray(boxes, dtype=np.float32),
-                        np.asarray(labels, dtype=np.int64), np.asarray(centres, dtype=np.float64))
+                        np.asarray(labels, dtype=np.int64), np.asarray(centres, dtype=np.float64),
+                        np.asarray(sizes, dtype=np.float64).reshape(-1, 2))
 
 
 def attribute_batch(data: TrainingData, image_index: np.ndarray, boxes: np.ndarray, centres: np.ndarray | None,
-                    config: ModelConfig) -> dict[str, torch.Tensor]:
-    """Network inputs (and the offset targets when ``centres`` is given) for boxes of training images."""
+                    config: ModelConfig, device: Any = "cpu", photometric_draws: np.ndarray | None = None
+                    ) -> dict[str, torch.Tensor]:
+    """Network inputs (and the offset targets when ``centres`` is given) for boxes of training images,
+    on ``device``; ``photometric_draws``: (exposure, gamma) per distinct image of ``image_index`` (sorted),
+    or None (no photometric augmentation)."""
     unique, local = np.unique(image_index, return_inverse=True)
-    images = data.images[torch.from_numpy(unique)].float() / 255.0
-    contexts = data.contexts[torch.from_numpy(unique)]
-    box_tensor = torch.from_numpy(np.asarray(boxes, dtype=np.float32))
-    crops, context = attribute_inputs(images, contexts, torch.from_numpy(local), box_tensor, config)
+    images = [data.images[int(i)].to(device).float() / 255.0 for i in unique]
+    if photometric_draws is None:
+        contexts = data.contexts[torch.from_numpy(unique)].to(device)
+    else:
+        images = [photometric(image, float(e), float(g)) for image, (e, g) in zip(images, photometric_draws)]
+        contexts = torch.cat([context_images(image[None], config) for image in images])
+    box_tensor = torch.from_numpy(np.asarray(boxes, dtype=np.float32)).to(device)
+    crops, context = attribute_inputs(images, contexts, torch.from_numpy(local).to(device), box_tensor, config)
     cameras = [data.records[i].camera for i in image_index]
-    features = torch.from_numpy(np.stack([geo.box_features(b, c) for b, c in zip(boxes, cameras)]))
+    features = torch.from_numpy(np.stack([geo.box_features(b, c) for b, c in zip(boxes, cameras)])).to(device)
     batch = {"crops": crops, "contexts": context, "geometry": features}
     if centres is not None:
         offsets = []
@@ -324,15 +404,18 @@ def attribute_batch(data: TrainingData, image_index: np.ndarray, boxes: np.ndarr
                 offsets.append(geo.world_to_offset((centre[0] - gx, centre[1] - gy), c))
             except ValueError:
                 offsets.append((0.0, 0.0))
-        batch["offset"] = torch.tensor(offsets, dtype=torch.float32)
+        batch["offset"] = torch.tensor(offsets, dtype=torch.float32, device=device)
     return batch
 
 
-def _jitter(boxes: np.ndarray, amount: float, rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+def _jitter(boxes: np.ndarray, amount: float, rng: np.random.Generator, sizes: np.ndarray) -> np.ndarray:
+    """Boxes (M, 4) with each side moved by up to ``amount`` of the box size, clipped to their images
+    (``sizes``: (M, 2) width, height)."""
     w = boxes[:, 2] - boxes[:, 0]
     h = boxes[:, 3] - boxes[:, 1]
     scale = np.stack([w, h, w, h], axis=1)
     out = boxes + rng.uniform(-amount, amount, size=boxes.shape) * scale
+    width, height = sizes[:, 0:1], sizes[:, 1:2]
     out[:, [0, 2]] = out[:, [0, 2]].clip(0, width)
     out[:, [1, 3]] = out[:, [1, 3]].clip(0, height)
     out[:, 2] = np.maximum(out[:, 2], out[:, 0] + 2)
@@ -347,11 +430,12 @@ def attribute_loss(outputs: dict[str, torch.Tensor], labels: torch.Tensor, offse
 
 
 def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_config: ModelConfig, *,
-                     progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None
-                     ) -> dict[str, Any]:
+                     progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None,
+                     device: Any = "cpu") -> dict[str, Any]:
     """Train (or resume training) the attribute network; returns the last state (``out/attributes.pt``).
 
     ``stop_after``: train at most this many steps now (a checkpoint is written; run again to go on).
+    ``device``: a torch device (:func:`clevr_poc.perception.devices.resolve_device`).
 
     At the end, ``position_sigma`` (world units) is the RMS error per axis of the predicted centres on
     the training objects (boxes jittered as in training), used for region probabilities.
@@ -366,24 +450,28 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
                     log=log)
     index = _object_index(data)
     n = len(index.image)
-    net.train()
+    net.to(device).train()
+    _optimizer_to(optimizer, device)
     step = state["step"]
     bar = tqdm(total=train.attribute_steps, initial=step, desc="attributes", disable=not progress, unit="step")
     start = time.perf_counter()
     seconds0 = state["seconds"]
     running: list[float] = []
-    W, H = model_config.image_width, model_config.image_height
     last = train.attribute_steps if stop_after is None else min(train.attribute_steps, step + stop_after)
     while step < last:
         torch.manual_seed(train.seed * 1_000_003 + step)   # dropout: the same after a resume
         rng = np.random.default_rng([train.seed, step])
         chosen = np.asarray(_batch_indices(step, train.attribute_batch, n, train.seed + 1))
-        boxes = _jitter(index.boxes[chosen], train.box_jitter, rng, W, H)
-        batch = attribute_batch(data, index.image[chosen], boxes, index.centres[chosen], model_config)
+        boxes = _jitter(index.boxes[chosen], train.box_jitter, rng, index.sizes[chosen])
+        draws = None
+        if train.exposure_jitter or train.gamma_jitter:
+            u = rng.uniform(size=(len(np.unique(index.image[chosen])), 2))
+            draws = np.array([_photometric_draw(train, (a, b)) for a, b in u])
+        batch = attribute_batch(data, index.image[chosen], boxes, index.centres[chosen], model_config, device, draws)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, train.attribute_steps, train.attribute_lr, train.warmup_steps)
         outputs = net(batch["crops"], batch["contexts"], batch["geometry"])
-        loss = attribute_loss(outputs, torch.from_numpy(index.labels[chosen]), batch["offset"])
+        loss = attribute_loss(outputs, torch.from_numpy(index.labels[chosen]).to(device), batch["offset"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(net.parameters(), 10.0)
@@ -394,14 +482,14 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
         bar.set_postfix(loss=f"{np.mean(running[-20:]):.3f}")
         done = step == train.attribute_steps
         if step % train.checkpoint_every == 0 or step == last:
-            state = {"step": step, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
+            state = {"step": step, "model": _cpu(net.state_dict()), "optimizer": optimizer.state_dict(),
                      "losses": state["losses"] + [float(np.mean(running))],
                      "seconds": seconds0 + time.perf_counter() - start,
                      "train_config": train.to_json(), "model_config": model_config.to_json(),
                      "objects": n, "position_sigma": state.get("position_sigma")}
             running = []
             if done:
-                state["position_sigma"] = _position_sigma(net, data, index, train, model_config)
+                state["position_sigma"] = _position_sigma(net, data, index, train, model_config, device)
             atomic_torch_save(state, path)
     bar.close()
     return state
@@ -409,23 +497,23 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
 
 @torch.no_grad()
 def _position_sigma(net: AttributeNet, data: TrainingData, index: _ObjectIndex, train: TrainConfig,
-                    config: ModelConfig) -> float:
+                    config: ModelConfig, device: Any = "cpu") -> float:
     net.eval()
     rng = np.random.default_rng([train.seed, 2**31])
     errors = []
     for s in range(0, len(index.image), 256):
         chosen = np.arange(s, min(s + 256, len(index.image)))
-        boxes = _jitter(index.boxes[chosen], train.box_jitter / 2, rng, config.image_width, config.image_height)
-        batch = attribute_batch(data, index.image[chosen], boxes, index.centres[chosen], config)
+        boxes = _jitter(index.boxes[chosen], train.box_jitter / 2, rng, index.sizes[chosen])
+        batch = attribute_batch(data, index.image[chosen], boxes, index.centres[chosen], config, device)
         predicted = net(batch["crops"], batch["contexts"], batch["geometry"])["offset"]
-        errors.append((predicted - batch["offset"]).numpy())
+        errors.append((predicted - batch["offset"]).cpu().numpy())
     net.train()
     return float(np.sqrt(np.mean(np.concatenate(errors) ** 2)))
 
 
 # ---------------------------------------------------------------------- the whole run
 def export_model(out: Path, model_config: ModelConfig, train: TrainConfig, *, dataset: str, split: str,
-                 detector_state: dict[str, Any], attribute_state: dict[str, Any]) -> Path:
+                 detector_state: dict[str, Any], attribute_state: dict[str, Any], device_name: str = "cpu") -> Path:
     """Write ``out/perception.pt`` (weights of both networks + metadata) from finished training states."""
     model = {
         "format": MODEL_FORMAT,
@@ -437,7 +525,7 @@ def export_model(out: Path, model_config: ModelConfig, train: TrainConfig, *, da
                      "detector_seconds": detector_state["seconds"], "attribute_seconds": attribute_state["seconds"],
                      "images": detector_state.get("images"), "objects": attribute_state.get("objects"),
                      "detector_losses": detector_state["losses"], "attribute_losses": attribute_state["losses"],
-                     "torch": str(torch.__version__)},
+                     "torch": str(torch.__version__), "device": device_name},
     }
     path = out / "perception.pt"
     atomic_torch_save(model, path)
@@ -448,14 +536,23 @@ def train(dataset: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], ou
           split: str | Sequence[str] = "train",
           train_config: TrainConfig = TrainConfig(), model_config: ModelConfig = ModelConfig(),
           parts: Sequence[str] = PARTS, progress: bool = True, limit: int | None = None,
-          stop_after: int | None = None, log: Callable[[str], None] = print) -> Path | None:
+          stop_after: int | None = None, log: Callable[[str], None] = print, device: Any = "auto") -> Path | None:
     """Train the parts named in ``parts`` (resuming from ``out``), then export ``out/perception.pt`` when
     both parts are finished; returns its path, or None while a part is unfinished. ``dataset`` and
-    ``split`` may name several folders / splits, pooled (:meth:`TrainingData.load`).
+    ``split`` may name several folders / splits, pooled (:meth:`TrainingData.load`). With
+    ``train_config.init``, both networks start from that model's weights and its :class:`ModelConfig`
+    replaces ``model_config``. ``device``: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ...
 
     Raises:
-        FormatError: no rendered images, or checkpoints written with other settings.
+        FormatError: no rendered images, an unreadable ``init`` model, or checkpoints written with other
+            settings.
+        DeviceError: a device this machine does not have.
     """
+    from clevr_poc.perception.devices import resolve_device
+
+    device = resolve_device(device)
+    if train_config.init is not None:
+        model_config = ModelConfig.from_json(read_model_file(train_config.init)["model_config"])
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     unknown = [p for p in parts if p not in PARTS]
@@ -468,14 +565,15 @@ def train(dataset: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], ou
     states: dict[str, dict[str, Any] | None] = {}
     if "detector" in parts:
         states["detector"] = train_detector(data, out, train_config, model_config, progress=progress, log=log,
-                                            stop_after=stop_after)
+                                            stop_after=stop_after, device=device)
     if "attributes" in parts:
         states["attributes"] = train_attributes(data, out, train_config, model_config, progress=progress, log=log,
-                                                stop_after=stop_after)
+                                                stop_after=stop_after, device=device)
     for part, steps in (("detector", train_config.detector_steps), ("attributes", train_config.attribute_steps)):
         state = states.get(part) or load_state(out / f"{part}.pt")
         states[part] = state if state is not None and state["step"] >= steps else None
     if states["detector"] is None or states["attributes"] is None:
         return None
     return export_model(out, model_config, train_config, dataset=str(dataset), split=split,
-                        detector_state=states["detector"], attribute_state=states["attributes"])
+                        detector_state=states["detector"], attribute_state=states["attributes"],
+                        device_name=str(device))
