@@ -67,11 +67,15 @@ _ONLY = "only the background theory, object/1, constraints and #show are allowed
 
 
 @lru_cache(maxsize=1)
-def _background_statements() -> tuple[str, ...]:
-    """The background theory's statements in clingo's canonical form, in file order (no comments)."""
-    statements: list[str] = []
-    clingo_ast.parse_string(lex(read_asp("background.lp")).code_only(), lambda s: statements.append(str(s)))
-    return tuple(s for s in statements if s != "#program base.")
+def _background_statements() -> dict[str, str]:
+    """The background theory's statements: clingo's canonical form -> the text in ``background.lp``,
+    in file order (no comments)."""
+    code = lex(read_asp("background.lp")).code_only()
+    statements: list[clingo_ast.AST] = []
+    clingo_ast.parse_string(code, statements.append)
+    lines = code.split("\n")
+    return {str(s): " ".join(_slice(lines, s.location).split()) for s in statements
+            if s.ast_type != clingo_ast.ASTType.Program}
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,7 @@ class Environment:
                 # two independent one-rule constraints that happen to be adjacent
                 for rule, text, start in zip(rules, texts, starts):
                     constraints.append(_constraint([rule], [text], source, start))
-        missing = [s for s in _background_statements() if s not in seen_background]
+        missing = [text for s, text in _background_statements().items() if s not in seen_background]
         if missing:
             raise FormatError(f"the background theory (asp/background.lp) is incomplete: {len(missing)} of its "
                               f"{len(background)} statements are missing, the first one is {missing[0]!r}",

@@ -1,0 +1,206 @@
+"""One regression test per defect of the hardening issue (#14) in the query sanitizer, the environment
+file check and the Reasoner: each failed on the code before the fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from clevr_poc.environments import Environment
+from clevr_poc.errors import FormatError, SolverTimeoutError, UnsafeProgramError
+from clevr_poc.examples import load_example
+from clevr_poc.knowledge import read_asp
+from clevr_poc.reasoning import Reasoner, SanitizedQuery, sanitize_query
+from clevr_poc.scene import Scene
+
+BACKGROUND = read_asp("background.lp")
+CONSTRAINT = ":- object(X), at(X, 0), hasProperty(X, color, red).\n"
+
+
+def write(tmp_path: Path, text: str, name: str = "environment_1.lp") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- 1: #include hidden by nested comments
+def test_include_after_nested_block_comment_is_rejected(tmp_path):
+    """Issue: ``%* %* *% "\\`` + ``*% #include "F".`` passed the old check (it closed the comment at the
+    first ``*%`` and then read a string), while clingo nests the comments and opens F."""
+    included = write(tmp_path, CONSTRAINT, "extra.lp")
+    path = write(tmp_path, BACKGROUND + "object(0..4).\n" + '%* %* *% "\\\n' + f'*% #include "{included}".\n')
+    with pytest.raises(FormatError, match="#include is not allowed") as info:
+        Environment.from_lp(path)
+    assert info.value.field == f"line {BACKGROUND.count(chr(10)) + 3}"
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_include_of_a_fifo_never_blocks(tmp_path):
+    """An included FIFO made the old loader hang past every time limit: the file must never be opened."""
+    fifo = tmp_path / "fifo.lp"
+    os.mkfifo(fifo)
+    path = write(tmp_path, BACKGROUND + "object(0..4).\n" + '%* %* *% "\\\n' + f'*% #include "{fifo}".\n')
+    code = f"from clevr_poc.environments import Environment\nEnvironment.from_lp({str(path)!r})\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "#include is not allowed" in result.stderr
+
+
+def test_an_environment_file_that_is_a_fifo_is_rejected_without_reading(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("needs a FIFO")
+    fifo = tmp_path / "environment_2.lp"
+    os.mkfifo(fifo)
+    with pytest.raises(FormatError, match="not a regular file"):
+        Environment.from_lp(fifo)
+
+
+# ---------------------------------------------------------------- 2: non-ASCII text aborted the interpreter
+@pytest.mark.parametrize("line", ["p(é).", ":- object(X), at(X, 0), hasProperty(X, color, rød).", "\u0663."])
+def test_non_ascii_environment_text_is_a_typed_error(line, tmp_path):
+    """``p(é).`` made clingo's logger callback raise UnicodeDecodeError in a nothrow scope: the
+    interpreter aborted (PANIC). Run in a subprocess so that the old code's abort fails only this test."""
+    path = write(tmp_path, BACKGROUND + "object(0..4).\n" + line + "\n")
+    code = textwrap.dedent(f"""
+        from clevr_poc.environments import Environment
+        from clevr_poc.errors import FormatError
+        try:
+            Environment.from_lp({str(path)!r})
+        except FormatError as exc:
+            print(exc)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-500:]
+    message = result.stdout.strip()
+    assert f"field line {BACKGROUND.count(chr(10)) + 2}" in message and "non-ASCII character" in message
+    assert str(path) in message
+
+
+def test_non_ascii_in_a_comment_is_fine_and_never_reaches_clingo(tmp_path):
+    path = write(tmp_path, BACKGROUND + "object(0..4). % cinq objets, café\n" + CONSTRAINT)
+    assert Environment.from_lp(path).num_objects == 5
+
+
+def test_non_ascii_query_is_rejected_naming_the_character():
+    with pytest.raises(UnsafeProgramError, match=r"'é' is not part of the query language \(non-ASCII"):
+        sanitize_query("missing(Q) :- hasProperty(X,color,Q), hasProperty(X,shape,é).")
+
+
+# ---------------------------------------------------------------- 3: grounding outside the time limit
+def _probe(variables: int) -> str:
+    return "missing(Q) :- " + ", ".join(f"hasProperty(X{i},color,Q)" for i in range(variables)) + "."
+
+
+def test_seven_object_variables_are_rejected_up_front():
+    with pytest.raises(UnsafeProgramError, match="more than 6 object variables"):
+        sanitize_query(_probe(7))
+
+
+@pytest.mark.parametrize("mode", Reasoner.MODES)
+def test_grounding_that_overruns_the_limit_is_stopped(mode):
+    """Six object variables over 12 objects: 12^6 groundings of the query rule, far more than 1 s of
+    grounding. The call must end within limit + 1 s with a typed error (was: 18-36 s, exit 0)."""
+    reasoner = Reasoner(mode=mode, time_limit=1.0)
+    environment, scene, question = load_example("appendix_a")
+    reasoner.answer(environment, scene, _probe(2))  # start the worker outside the timed part
+    crowded = Environment((), 12)
+    started = time.monotonic()
+    with pytest.raises(SolverTimeoutError, match="did not finish within 1 s"):
+        reasoner.answer(crowded, Scene(()), _probe(6))
+    assert time.monotonic() - started < 2.0
+    # the reasoner still answers afterwards (a fresh worker)
+    assert reasoner.answer(environment, scene, question).values == frozenset({"small", "medium"})
+
+
+def test_object_variable_limit_is_overridable():
+    assert sanitize_query(_probe(7), max_object_variables=7).text.count("hasProperty") == 7
+    with pytest.raises(UnsafeProgramError, match="more than 2 object variables"):
+        Reasoner(max_object_variables=2).sanitize(_probe(3))
+
+
+# ---------------------------------------------------------------- 4: != arguments
+@pytest.mark.parametrize("right", ["not", "foo", "red", "size", "100"])
+def test_inequality_arguments_must_be_objects(right):
+    query = f"missing(Q) :- hasProperty(X,color,Q), X != {right}."
+    with pytest.raises(UnsafeProgramError, match=f"'{right}' in X != {right} is not an object|out of range"):
+        sanitize_query(query)
+
+
+@pytest.mark.parametrize("mode", Reasoner.MODES)
+def test_inequality_with_not_is_a_typed_error_in_the_reasoner(mode):
+    environment, scene, _ = load_example("appendix_a")
+    with pytest.raises(UnsafeProgramError):
+        Reasoner(mode=mode).answer(environment, scene, "missing(Q) :- hasProperty(X,color,Q), X != not.")
+
+
+def test_official_inequalities_still_pass():
+    checked = sanitize_query("missing(Q):-hasProperty(X,color,Q),hasProperty(Y,size,large),left(Y,X),X!=Y,X!=3.")
+    assert checked.literals[-2:] == ("X!=Y", "X!=3")
+
+
+# ---------------------------------------------------------------- 10: a file without the background theory
+def test_file_with_only_an_object_declaration_is_rejected(tmp_path):
+    path = write(tmp_path, "object(0..4).\n")
+    with pytest.raises(FormatError, match=r"background theory \(asp/background.lp\) is incomplete: 60 of its 60"):
+        Environment.from_lp(path)
+
+
+def test_file_missing_one_background_rule_is_rejected(tmp_path):
+    text = BACKGROUND.replace(":- exceed_region_capacity(_).\n", "") + "object(0..4).\n"
+    with pytest.raises(FormatError, match=r"1 of its 60 statements are missing, the first one is "
+                                          r"':- exceed_region_capacity\(_\).'") as info:
+        Environment.from_lp(write(tmp_path, text))
+    assert info.value.field == "background"
+
+
+def test_show_lines_are_optional_and_kept(tmp_path):
+    environment = Environment.from_lp(write(tmp_path, BACKGROUND + "object(0..4).\n" + CONSTRAINT))
+    assert environment.show == () and len(environment.constraints) == 1
+
+
+# ---------------------------------------------------------------- 11: a hand-built SanitizedQuery
+@pytest.mark.parametrize("mode", Reasoner.MODES)
+def test_hand_built_sanitized_query_is_checked_again(mode, tmp_path):
+    included = write(tmp_path, "missing(pwned).\n", "extra.lp")
+    forged = SanitizedQuery(f'#include "{included}".\nmissing(Q) :- hasProperty(X,size,Q).', "Q",
+                            ("hasProperty(X,size,Q)",), "size", (("hasProperty", ("X", "size", "Q")),))
+    environment, scene, _ = load_example("appendix_a")
+    reasoner = Reasoner(mode=mode)
+    with pytest.raises(UnsafeProgramError, match="'#include' is not allowed"):
+        reasoner.answer(environment, scene, forged)
+    assert reasoner.counts == {"compiled": 0, "direct": 0}
+
+
+def test_sanitized_query_fields_come_from_its_text():
+    """A SanitizedQuery whose atoms disagree with its text is answered by its (checked) text."""
+    environment, scene, question = load_example("appendix_a")
+    genuine = sanitize_query(question.asp_query)
+    forged = SanitizedQuery(genuine.text, genuine.head_variable, (), "color", (("hasProperty", ("X", "color", "Q")),))
+    answer = Reasoner().answer(environment, scene, forged)
+    assert answer.values == frozenset({"small", "medium"}) and answer.attribute == "size"
+
+
+# ---------------------------------------------------------------- minor defects
+@pytest.mark.parametrize("query, words", [
+    ("missing(Q) :- left(X, hasProperty(X,size,Q).", "the '(' after 'left' is never closed"),
+    ("missing(Q) :- hasProperty(X,size,Q", "the '(' after 'hasProperty' is never closed"),
+    ("missing(Q) :- hasProperty(X,size,Q)).", "unmatched ')'"),
+])
+def test_unbalanced_parenthesis_says_so(query, words):
+    with pytest.raises(UnsafeProgramError) as info:
+        sanitize_query(query)
+    assert words in str(info.value) and "function term" not in str(info.value)
+
+
+def test_environment_error_names_the_parameter_once(tmp_path):
+    path = write(tmp_path, BACKGROUND + "object(0..4).\n:- object(X), at(X, 0), hasProperty(X, size, larg).\n")
+    with pytest.raises(FormatError) as info:
+        Environment.from_lp(path)
+    message = str(info.value)
+    assert message == f"{path}: field line {BACKGROUND.count(chr(10)) + 2}: parameter v1: not a size (got 'larg')"
