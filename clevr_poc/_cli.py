@@ -3,9 +3,12 @@
 ``python -m clevr_poc``, ``python -m clevr_poc.train_parser``, ``python -m clevr_poc.perception``,
 ``python -m clevr_poc.baselines.clip`` and ``python -m clevr_poc.mcot`` all validate numeric options
 with these types (argparse turns their :class:`argparse.ArgumentTypeError` into a usage error, exit
-status 2) and run their work through :func:`run_guarded`, which turns a :class:`ClevrPocError` into a
-one-line ``error: ...`` (exit status 1), Ctrl-C into exit status 130, and a closed pipe
-(``... | head``) into a quiet exit.
+status 2; :class:`ArgumentParser` prints it as one line) and run their work through :func:`run_guarded`,
+which turns a :class:`ClevrPocError` into a one-line ``error: ...`` (exit status 1), an operating-system
+error (permission denied, disk full, ...) into one line naming the file, Ctrl-C into exit status 130,
+and a closed pipe (``... | head``) into a quiet exit. Output paths are checked before the work starts
+(:func:`check_output_folder`, :func:`check_output_file`), so that an unwritable ``--out`` fails in a
+second, not after an hour of evaluation.
 """
 
 from __future__ import annotations
@@ -15,10 +18,22 @@ import os
 import sys
 from typing import Callable
 
-from clevr_poc.errors import ClevrPocError
+from pathlib import Path
+
+from clevr_poc import limits
+from clevr_poc.errors import ClevrPocError, OutputPathError
 
 #: Exit statuses of every clevr_poc command line.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors are one line on stderr (exit status 2):
+    ``PROG: error: argument --workers: expected an integer >= 1, got '0' (see PROG --help)``.
+    Sub-command parsers made by ``add_subparsers`` are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -40,6 +55,83 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 #: Integers >= 1 (counts, steps, sizes) and >= 0 (offsets, optional counts).
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+
+
+def int_in_range(minimum: int, cap_name: str) -> Callable[[str], int]:
+    """An argparse type: an integer from ``minimum`` to the cap ``cap_name`` of :mod:`clevr_poc.limits`
+    (read when the option is parsed, so ``CLEVR_POC_MAX_<NAME>`` raises it)."""
+
+    def parse(text: str) -> int:
+        value = int_at_least(minimum)(text)
+        if value > limits.cap(cap_name):
+            raise argparse.ArgumentTypeError(f"{value:,} is over {limits.describe(cap_name)}")
+        return value
+
+    parse.__name__ = f"int_in_range_{minimum}_{cap_name}"
+    return parse
+
+
+#: ``--workers`` of every command: 1 .. the ``workers`` cap.
+worker_count = int_in_range(1, "workers")
+
+
+def _probe_write(folder: Path) -> None:
+    """Create and remove a temp file in ``folder`` (the only sure test that it can be written)."""
+    from clevr_poc._io import _create_temp
+
+    fd, tmp = _create_temp(folder / "write-test")
+    os.close(fd)
+    tmp.unlink()
+
+
+def check_output_folder(path: str | os.PathLike[str], option: str) -> Path:
+    """Create the output folder ``path`` of ``option`` now (parents too) and check it can be written.
+
+    Raises:
+        OutputPathError: the path is empty, exists and is not a folder, or cannot be created/written
+            (the message names the option, the path and the reason).
+    """
+    if not str(path).strip():
+        raise OutputPathError("empty path", option=option, path=path)
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise OutputPathError("exists and is not a folder", option=option, path=path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _probe_write(folder)
+    except OSError as exc:
+        raise OutputPathError(f"cannot write there ({exc.strerror or exc.__class__.__name__})", option=option,
+                              path=path) from None
+    return folder
+
+
+def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
+    """Check that the output file ``path`` of ``option`` can be written (or appended to): not a folder or
+    device, its folder created and writable, and an existing file writable.
+
+    Raises:
+        OutputPathError: naming the option, the path and the reason.
+    """
+    if not str(path).strip():
+        raise OutputPathError("empty path", option=option, path=path)
+    file = Path(path)
+    if file.is_dir():
+        raise OutputPathError("is a folder, not a file", option=option, path=path)
+    if file.exists() and not file.is_file():
+        raise OutputPathError("is not a regular file", option=option, path=path)
+    parent = file.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputPathError(f"{parent} is not a folder", option=option, path=path)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        _probe_write(parent)
+        if file.exists():
+            with open(file, "ab"):
+                pass
+    except OSError as exc:
+        raise OutputPathError(f"cannot write there ({exc.strerror or exc.__class__.__name__})", option=option,
+                              path=path) from None
+    return file
 
 
 def _float(text: str, accepts: Callable[[float], bool], expected: str) -> float:
@@ -67,19 +159,55 @@ def open_unit_float(text: str) -> float:
     return _float(text, lambda v: 0 < v < 1, "a number in (0, 1)")
 
 
+def with_checked_outputs(action: Callable[[argparse.Namespace], int | None], args: argparse.Namespace, *,
+                         folders: tuple[str, ...] = (), files: tuple[str, ...] = ()) -> Callable[[], int | None]:
+    """``action(args)``, after :func:`check_output_folder` / :func:`check_output_file` on the attributes
+    of ``args`` named in ``folders`` / ``files`` that are set (attribute ``out`` is option ``--out``),
+    and after removing the stale temp files (:func:`clevr_poc._io.remove_stale_temp_files`) a killed
+    run left in those folders. For :func:`run_guarded`."""
+
+    def run() -> int | None:
+        from clevr_poc._io import remove_stale_temp_files
+
+        for name in folders:
+            if getattr(args, name, None) is not None:
+                remove_stale_temp_files(check_output_folder(getattr(args, name), _option(name)), recursive=True)
+        for name in files:
+            if getattr(args, name, None) is not None:
+                check_output_file(getattr(args, name), _option(name))
+        return action(args)
+
+    return run
+
+
+def _option(attribute: str) -> str:
+    return "--" + attribute.replace("_", "-")
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an operating-system error: ``<file>: <reason>`` (``<file> -> <file2>`` for a rename)."""
+    reason = exc.strerror or exc.__class__.__name__
+    if exc.filename is None:
+        return reason
+    target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else str(exc.filename)
+    return f"{target}: {reason}"
+
+
 def run_guarded(action: Callable[[], int | None], *, interrupted: str = "interrupted",
-                missing_module: Callable[[ModuleNotFoundError], str] | None = None) -> int:
+                missing_module: Callable[[ModuleNotFoundError], str | None] | None = None) -> int:
     """Run ``action()`` and return its exit status, turning the expected failures into one line on stderr.
 
     Args:
         action: the command's work; returns an exit status (``None`` = 0).
         interrupted: the line printed on Ctrl-C (say how to resume, where a command can).
         missing_module: if given, a missing optional dependency becomes ``error: <its result>``
-            (name the extra that installs it) instead of a traceback.
+            (name the extra that installs it) instead of a traceback; a result of None keeps the
+            traceback (a module that no extra installs is a bug).
 
     Returns:
-        the action's status; 1 after a :class:`ClevrPocError` (or a missing module, see above) or a
-        closed stdout pipe; 130 after Ctrl-C.
+        the action's status; 1 after a :class:`ClevrPocError` (or a missing module, see above), an
+        operating-system error (``error: <file>: <reason>``), running out of memory, or a closed stdout
+        pipe; 130 after Ctrl-C.
     """
     try:
         return int(action() or 0)
@@ -87,9 +215,10 @@ def run_guarded(action: Callable[[], int | None], *, interrupted: str = "interru
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_ERROR
     except ModuleNotFoundError as exc:
-        if missing_module is None:
+        message = None if missing_module is None else missing_module(exc)
+        if message is None:
             raise
-        print(f"error: {missing_module(exc)}", file=sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(interrupted, file=sys.stderr)
@@ -97,4 +226,10 @@ def run_guarded(action: Callable[[], int | None], *, interrupted: str = "interru
     except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as Python itself does
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not raise again
+        return EXIT_ERROR
+    except OSError as exc:  # permission denied, disk full, read-only file system, ...
+        print(f"error: {' '.join(describe_os_error(exc).split())}", file=sys.stderr)
+        return EXIT_ERROR
+    except MemoryError:
+        print("error: out of memory (lower the sizes/counts of this run)", file=sys.stderr)
         return EXIT_ERROR

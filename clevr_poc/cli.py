@@ -13,15 +13,39 @@ import importlib
 import sys
 from typing import Sequence
 
-from clevr_poc._cli import EXIT_USAGE, run_guarded
+from clevr_poc._cli import EXIT_USAGE, ArgumentParser, run_guarded
 
 #: Sub-command modules under clevr_poc.commands, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo")
+#: The extra (``pip install 'clevr-poc[EXTRA]'``) that installs each optional module the commands import.
+MODULE_EXTRAS: dict[str, str] = {
+    "tqdm": "generate", "matplotlib": "generate", "scipy": "generate", "bpy": "render", "PIL": "vision",
+    "torch": "vision", "torchvision": "vision", "open_clip": "clip", "transformers": "clip", "openai": "llm",
+    "llama_cpp": "llm", "ray": "scale",
+}
+#: Commands whose own extra installs everything they need (named instead of the module's extra).
+COMMAND_EXTRAS: dict[str, tuple[str, frozenset[str]]] = {
+    "generate": ("generate", frozenset({"tqdm", "matplotlib", "scipy"})),
+    "render": ("render", frozenset({"bpy", "PIL", "tqdm", "scipy"})),
+    "demo": ("demo", frozenset({"tqdm", "matplotlib", "scipy", "bpy", "PIL", "torch", "torchvision"})),
+}
+
+
+def missing_module_message(command: str | None, exc: ModuleNotFoundError) -> str | None:
+    """``error:`` line for a missing optional module (None: not an optional module, keep the traceback)."""
+    module = (exc.name or "").split(".")[0]
+    extra = MODULE_EXTRAS.get(module)
+    if command in COMMAND_EXTRAS and module in COMMAND_EXTRAS[command][1]:
+        extra = COMMAND_EXTRAS[command][0]
+    if extra is None:
+        return None
+    return (f"{command or 'this command'} needs the Python module {module!r}, which is not installed: "
+            f"install the [{extra}] extra (pip install 'clevr-poc[{extra}]')")
 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m clevr_poc",
         description="CLEVR-POC: reasoning-intensive VQA under partial observability (clingo-based).",
     )
@@ -44,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return run_guarded(lambda: args.func(args))
+    return run_guarded(lambda: args.func(args), missing_module=lambda exc: missing_module_message(args.command, exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,6 +32,18 @@ class FormatError(ClevrPocError, ValueError):
         super().__init__(f"{prefix}: {detail}" if prefix else detail)
 
 
+class OutputPathError(ClevrPocError):
+    """An output path given on a command line (``--out``, ``--checkpoint``, ...) cannot be written.
+
+    Attributes:
+        option: the command-line option (e.g. ``"--out"``); path: the path given; reason: why.
+    """
+
+    def __init__(self, reason: str, *, option: str, path: object):
+        self.option, self.path, self.reason = option, str(path), reason
+        super().__init__(f"{option} {str(path)!r}: {reason}")
+
+
 class UnsafeProgramError(ClevrPocError, ValueError):
     """An externally produced ASP program uses syntax or predicates outside the allowed language."""
 

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from clevr_poc import domain
 from clevr_poc._io import atomic_write_json, read_json
 from clevr_poc.errors import FormatError
+from clevr_poc.scene import _file_name
 
 _QUERY_ATTRIBUTE = re.compile(r"hasProperty\(\s*([A-Z][A-Za-z0-9_]*)\s*,\s*(color|shape|size|material)\s*,\s*Q\s*\)")
 
@@ -76,13 +77,17 @@ class Question:
         else:
             values = answer_raw if isinstance(answer_raw, list) else [answer_raw]
             for value in values:
-                if value not in domain.ATTRIBUTE_OF_VALUE:
+                if not isinstance(value, str) or value not in domain.ATTRIBUTE_OF_VALUE:
                     raise FormatError("not an attribute value", source=source, field="answer", value=value)
             answer = frozenset(values)
         for key in ("image_index", "question_family_index", "question_index", "constraint_type_index"):
             value = data.get(key)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise FormatError("must be an integer", source=source, field=key, value=value)
+        for key in ("split", "template_filename"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise FormatError("must be a string", source=source, field=key, value=data[key])
+        _file_name(data.get("image_filename"), source, "image_filename")
         program = data.get("program", [])
         if not isinstance(program, list):
             raise FormatError("must be a list of program nodes", source=source, field="program", value=program)
@@ -123,8 +128,14 @@ class Question:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> "Question":
-        """Read one official question JSON file (one question per image)."""
-        data = read_json(path)
+        """Read one official question JSON file (one question per image).
+
+        Raises:
+            FormatError: naming the file (and field): missing or unreadable, over the
+                ``question_file_bytes`` cap (:mod:`clevr_poc.limits`, checked before reading), invalid
+                JSON, or any field outside the format.
+        """
+        data = read_json(path, cap="question_file_bytes", what="a question file")
         # some releases wrap questions as {"questions": [...]}
         if isinstance(data, Mapping) and "questions" in data and isinstance(data["questions"], list):
             if len(data["questions"]) != 1:

@@ -17,16 +17,19 @@ interpret are kept verbatim so that files round-trip exactly.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from clevr_poc import domain
+from clevr_poc import domain, limits
 from clevr_poc._io import atomic_write_json, read_json
 from clevr_poc.errors import FormatError
 
 _OBJECT_KEYS = ("color", "size", "shape", "material", "region")
+#: The official spelling of region ids in scene JSON: exactly these strings (no spaces, signs, other digits).
+_REGION_OF = {str(r): r for r in domain.REGIONS}
 
 
 @dataclass(frozen=True)
@@ -81,12 +84,11 @@ class SceneObject:
         if "region" not in data:
             raise FormatError("missing region", source=source, field=f"{where}.region")
         region_raw = data["region"]
-        try:
-            region = int(region_raw)
-        except (TypeError, ValueError):
-            region = -1
-        if region not in domain.REGIONS or isinstance(region_raw, bool):
-            raise FormatError("region must be 0, 1, 2 or 3", source=source, field=f"{where}.region", value=region_raw)
+        region = _REGION_OF.get(region_raw, -1) if isinstance(region_raw, str) else (
+            region_raw if type(region_raw) is int else -1)  # noqa: E721 - bool and float are refused
+        if region not in domain.REGIONS:
+            raise FormatError('region must be one of the strings "0", "1", "2", "3" (official) or the integers '
+                              "0..3", source=source, field=f"{where}.region", value=region_raw)
         coords = _coords(data.get("3d_coords"), source, f"{where}.3d_coords")
         pixels = _coords(data.get("pixel_coords"), source, f"{where}.pixel_coords")
         extra = {k: v for k, v in data.items() if k not in _OBJECT_KEYS and k not in ("3d_coords", "pixel_coords")}
@@ -114,11 +116,21 @@ class SceneObject:
 def _coords(value: Any, source: object, where: str) -> tuple[float, ...] | None:
     if value is None:
         return None
-    if not isinstance(value, (list, tuple)) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    if not isinstance(value, (list, tuple)) or not 2 <= len(value) <= 3 or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
     ):
-        raise FormatError("must be a list of numbers", source=source, field=where, value=value)
+        raise FormatError("must be a list of 2 or 3 finite numbers", source=source, field=where, value=value)
     return tuple(value)
+
+
+def _file_name(value: Any, source: object, where: str) -> str | None:
+    """``image_filename``: None or a plain file name (no folder part): it is joined to image folders."""
+    if value is None:
+        return None
+    if (not isinstance(value, str) or not value or value in (".", "..") or "/" in value or "\\" in value
+            or "\x00" in value):
+        raise FormatError("must be a file name without a folder part", source=source, field=where, value=value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -196,6 +208,9 @@ class Scene:
         raw_objects = data["objects"]
         if not isinstance(raw_objects, list):
             raise FormatError("must be a list", source=source, field="objects", value=type(raw_objects).__name__)
+        if len(raw_objects) > limits.cap("objects_per_scene"):
+            raise FormatError(f"{len(raw_objects):,} objects is over {limits.describe('objects_per_scene')}",
+                              source=source, field="objects")
         objects = tuple(SceneObject.from_json(o, source=source, index=i) for i, o in enumerate(raw_objects))
         relationships: dict[str, tuple[tuple[int, ...], ...]] = {}
         raw_rel = data.get("relationships", {})
@@ -220,10 +235,14 @@ class Scene:
         image_index = data.get("image_index")
         if image_index is not None and (not isinstance(image_index, int) or isinstance(image_index, bool)):
             raise FormatError("must be an integer", source=source, field="image_index", value=image_index)
+        split = data.get("split")
+        if split is not None and not isinstance(split, str):
+            raise FormatError("must be a string", source=source, field="split", value=split)
+        image_filename = _file_name(data.get("image_filename"), source, "image_filename")
         extra = {k: v for k, v in data.items()
                  if k not in ("objects", "relationships", "split", "image_index", "image_filename")}
         extra["__key_order__"] = [k for k in data.keys()]
-        return cls(objects, relationships, data.get("split"), image_index, data.get("image_filename"), extra)
+        return cls(objects, relationships, split, image_index, image_filename, extra)
 
     def to_json(self) -> dict[str, Any]:
         """The official JSON document (keys in the order they were read, when read from a file)."""
@@ -245,8 +264,14 @@ class Scene:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> "Scene":
-        """Read an official scene JSON file (complete or incomplete)."""
-        return cls.from_json(read_json(path), source=Path(path))
+        """Read an official scene JSON file (complete or incomplete).
+
+        Raises:
+            FormatError: naming the file (and field): missing or unreadable, over the
+                ``scene_file_bytes`` cap (checked before reading) or the ``objects_per_scene`` cap
+                (:mod:`clevr_poc.limits`), invalid JSON, or any field outside the format.
+        """
+        return cls.from_json(read_json(path, cap="scene_file_bytes", what="a scene file"), source=Path(path))
 
     def to_file(self, path: str | os.PathLike[str]) -> Path:
         """Write the official JSON atomically (temp file + rename)."""

@@ -37,13 +37,14 @@ import json  # noqa: E402
 import sys  # noqa: E402
 from typing import Sequence  # noqa: E402
 
-from clevr_poc._cli import non_negative_float, non_negative_int, positive_float, positive_int, run_guarded  # noqa: E402
+from clevr_poc._cli import (ArgumentParser, non_negative_float, non_negative_int, positive_float,  # noqa: E402
+                            positive_int, run_guarded, with_checked_outputs)
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="python -m clevr_poc.train_parser",
         description="Train the BiLSTM seq2seq question parser (NS-VQA): supervised pretraining on N "
                     "(question, ASP) pairs, then REINFORCE on (question, answer) pairs.",
@@ -117,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(report, indent=2))
         return 0
 
-    return run_guarded(train, interrupted="interrupted (rerun the same command to resume from the last checkpoint)",
+    return run_guarded(with_checked_outputs(lambda _: train(), args, folders=("out",)),
+                       interrupted="interrupted (rerun the same command to resume from the last checkpoint)",
                        missing_module=lambda exc: f"training the parser needs {exc.name} (pip install 'clevr-poc[vision]')")
 
 

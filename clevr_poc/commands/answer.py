@@ -156,7 +156,17 @@ def load_inputs(args: argparse.Namespace) -> AnswerInputs:
 
 def solve(inputs: AnswerInputs, *, mode: str = "compiled", time_limit: float = DEFAULT_TIME_LIMIT,
           explain: bool = False) -> Answer:
+    """Answer (and with ``explain`` explain) the question of ``inputs``; see :func:`solve_with_mode`."""
+    return solve_with_mode(inputs, mode=mode, time_limit=time_limit, explain=explain)[0]
+
+
+def solve_with_mode(inputs: AnswerInputs, *, mode: str = "compiled", time_limit: float = DEFAULT_TIME_LIMIT,
+                    explain: bool = False) -> tuple[Answer, str]:
     """Answer (and with ``explain`` explain) the question of ``inputs``.
+
+    Returns:
+        ``(answer, mode used)``: ``"direct"`` when ``mode="compiled"`` fell back to the direct encoding
+        (a query outside the compiled fragment), else ``mode``.
 
     Raises:
         UnsafeProgramError: the query is outside the query language.
@@ -165,11 +175,17 @@ def solve(inputs: AnswerInputs, *, mode: str = "compiled", time_limit: float = D
         ClevrPocError: explanations are not available, or clingo failed.
     """
     reasoner = Reasoner(mode=mode, time_limit=time_limit)
+
+    def used() -> str:
+        return "compiled" if mode == "compiled" and reasoner.counts.get("compiled", 0) > 0 else "direct"
+
     try:
         if not explain:
-            return reasoner.answer(inputs.environment, inputs.scene, inputs.query)
+            answer = reasoner.answer(inputs.environment, inputs.scene, inputs.query)
+            return answer, used()
         try:
-            return reasoner.explain(inputs.environment, inputs.scene, inputs.query)
+            answer = reasoner.explain(inputs.environment, inputs.scene, inputs.query)
+            return answer, used()
         except ModuleNotFoundError as exc:
             if exc.name != "clevr_poc.reasoning.explanations":
                 raise
@@ -190,7 +206,8 @@ def _braces(values: frozenset[str], attribute: str | None) -> str:
 
 
 def to_json(answer: Answer, inputs: AnswerInputs, mode: str) -> dict[str, Any]:
-    """The ``--json`` document: :meth:`Answer.to_json` plus question, expected answer, mode, example."""
+    """The ``--json`` document: :meth:`Answer.to_json` plus question, expected answer, the mode that
+    answered (``mode``: give the mode used, :func:`solve_with_mode`), example."""
     data = answer.to_json()
     data["question"] = inputs.question.text if inputs.question is not None else None
     data["expected"] = sorted(inputs.expected) if inputs.expected is not None else None
@@ -230,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         mode = parse_mode(args.mode)
         time_limit = parse_time_limit(args.time_limit)
         inputs = load_inputs(args)
-        answer = solve(inputs, mode=mode, time_limit=time_limit, explain=args.explain)
+        answer, mode = solve_with_mode(inputs, mode=mode, time_limit=time_limit, explain=args.explain)
     except ClevrPocError as exc:
         # some messages quote clingo, whose messages can span lines; the CLI prints exactly one line
         message = str(exc)
@@ -245,4 +262,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 __all__ = ["AnswerInputs", "add_parser", "load_inputs", "parse_mode", "parse_time_limit", "run", "solve",
-           "to_json", "to_text"]
+           "solve_with_mode", "to_json", "to_text"]

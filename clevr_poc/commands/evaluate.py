@@ -42,7 +42,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from clevr_poc._io import read_json
+from clevr_poc import limits
+from clevr_poc._cli import check_output_file, check_output_folder, positive_int, worker_count
+from clevr_poc._io import read_json, remove_stale_temp_files
 from clevr_poc.errors import ClevrPocError, FormatError
 
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
@@ -103,16 +105,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                        help="with --scene perception: the camera of each image: auto (default) = the scene's own "
                             "when it has one, else the official CLEVR-POC camera (the release's scenes carry "
                             "none); from-scene; or a preset: official, ours")
-    nsvqa.add_argument("--threads", type=int, default=1, metavar="N",
+    nsvqa.add_argument("--threads", type=positive_int, default=1, metavar="N",
                        help="torch CPU threads for the BiLSTM parser / perception (default 1: on busy shared "
                             "cores more threads made BiLSTM decoding ~20x slower)")
     llm = parser.add_argument_group("llm-standalone, vlm (and ns-vqa --query llm)")
     llm.add_argument("--backend", metavar="SPEC",
                      help="chat backend: local, gguf:PATH, openai, openai:MODEL, openai:MODEL@URL or (vlm) "
                           "transformers:PATH_OR_HUB_ID")
-    llm.add_argument("--max-tokens", type=int, metavar="N",
+    llm.add_argument("--max-tokens", type=positive_int, metavar="N",
                      help="reply length limit (default 256; the LLM parser's default 320)")
-    llm.add_argument("--workers", type=int, default=1, metavar="W", help="parallel requests (default 1)")
+    llm.add_argument("--workers", type=worker_count, default=1, metavar="W", help="parallel requests (default 1)")
     vlm = parser.add_argument_group("vlm")
     vlm.add_argument("--prompt", choices=("direct", "list-then-reason"), default="direct",
                      help="VLM prompt: answer directly (default) or first list every visible object, then reason "
@@ -129,7 +131,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--name", metavar="NAME", help="model name in the report and tables")
     parser.add_argument("--parse-failures", choices=("wrong", "exclude"), default="wrong",
                         help="score parse failures as wrong (default) or leave them out of the averages")
-    parser.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the split")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N questions of the split")
     parser.add_argument("--checkpoint", metavar="FILE.jsonl|DIR",
                         help="with --model: keep predictions in this file and resume an interrupted run; "
                              "with a clip-* model: the trained checkpoint folder (required)")
@@ -147,10 +149,12 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     Raises:
         FormatError: missing file, invalid JSON, or not a JSON object.
     """
-    data = read_json(path)
+    data = read_json(path, what="a predictions file")
     if not isinstance(data, Mapping):
         raise FormatError("must be a JSON object mapping image_filename to a list of values or null",
                           source=path, value=type(data).__name__)
+    if len(data) > limits.cap("questions_per_file"):
+        raise FormatError(f"{len(data):,} predictions is over {limits.describe('questions_per_file')}", source=path)
     return dict(data)
 
 
@@ -316,10 +320,20 @@ def _batch_size(args: argparse.Namespace) -> int:
     return max(1, 4 * args.workers)
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--out`` and (a predictions file) ``--checkpoint`` must be writable before anything runs; the
+    temp files a killed run left in ``--out`` are removed."""
+    if args.out is not None:
+        remove_stale_temp_files(check_output_folder(args.out, "--out"), recursive=True)
+    if args.checkpoint is not None and args.model is not None and args.model not in CLIP_MODELS:
+        check_output_file(args.checkpoint, "--checkpoint")
+
+
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.evaluation import evaluate, score_predictions, write_outputs
 
     examples = _load_examples(args.dataset, args.split, args.limit)
+    _check_outputs(args)
     if args.predictions is not None:
         if args.limit is not None:
             raise FormatError("--limit applies to --model runs only (a predictions file covers the whole split)",

@@ -85,9 +85,15 @@ def run(args: argparse.Namespace) -> int:
     from clevr_poc.rendering.dataset import render_dataset
     from clevr_poc.rendering.render import RenderError
 
-    for option in ("samples", "width", "height", "workers"):
-        if getattr(args, option) is not None and getattr(args, option) < 1:
-            raise RenderError(f"--{option}: must be >= 1, got {getattr(args, option)}")
+    from clevr_poc import limits
+
+    for option, cap in (("samples", "samples"), ("width", "image_side"), ("height", "image_side"),
+                        ("workers", "workers")):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise RenderError(f"--{option}: must be >= 1, got {value}")
+        if value is not None and value > limits.cap(cap):
+            raise RenderError(f"--{option}: {value:,} is over {limits.describe(cap)}")
     if args.limit is not None and args.limit < 0:
         raise RenderError(f"--limit: must be >= 0, got {args.limit}")
     try:

@@ -12,7 +12,6 @@ the non-interactive ``Agg`` backend.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -36,17 +35,12 @@ def _pyplot() -> Any:
 
 
 def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
+    from clevr_poc._io import atomic_open
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with atomic_open(path) as handle:  # temp file, fsync, rename, the umask's mode
+            fig.savefig(handle, dpi=120, bbox_inches="tight", format="png")
     finally:
         _pyplot().close(fig)
     return path

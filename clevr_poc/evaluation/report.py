@@ -551,17 +551,16 @@ class Checkpoint:
             os.fsync(handle.fileno())
 
     def _load(self) -> None:
-        data = self.path.read_bytes()
+        from clevr_poc._io import decode_utf8, loads_json, read_bytes
+
+        data = read_bytes(self.path, what="a checkpoint file")  # typed errors; the json_file_bytes cap
         if not data.endswith(b"\n"):  # a line cut short by a crash: drop it
             data = data[: data.rfind(b"\n") + 1]
             with open(self.path, "r+b") as handle:
                 handle.truncate(len(data))
-        lines = data.decode("utf-8").splitlines()
+        lines = decode_utf8(data, source=self.path).splitlines()
         for number, line in enumerate(lines, start=1):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise FormatError("not a JSON line", source=self.path, field=f"line {number}") from None
+            record = loads_json(line, source=self.path, field=f"line {number}")
             if number == 1:
                 if not isinstance(record, Mapping) or record.get("checkpoint") != self.KIND:
                     raise FormatError("not an evaluation checkpoint", source=self.path, field="line 1")

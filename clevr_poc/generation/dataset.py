@@ -51,7 +51,8 @@ positive share (largest share first); ``stats.json`` counts such fallbacks.
 
 **Resumable.** An example is done when its question file exists (written last, atomically, after both
 scene files). Kill the process at any moment and run the same call again: finished examples are
-skipped and no partial file is ever visible. A folder generated with other settings is refused
+skipped, no partial file is ever visible, and the temp files a hard kill left are removed first
+(:func:`remove_stale_generation_temps`). A folder generated with other settings is refused
 (:class:`DatasetConfigError`).
 """
 
@@ -67,8 +68,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from clevr_poc import domain
-from clevr_poc._io import atomic_write_json, atomic_write_text, read_json
+from clevr_poc import domain, limits
+from clevr_poc._io import atomic_write_json, atomic_write_text, read_json, remove_stale_temp_files
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.layout import DEFAULT_VISIBILITY_RELAYOUTS, VisibilityCheck
@@ -141,6 +142,7 @@ class DatasetConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise DatasetConfigError(f"{name} must be a positive integer, got {value!r}")
+        check_generation_caps(self.environments, self.scenes_per_environment)
         if self.visibility_check not in VISIBILITY_CHECKS:
             raise DatasetConfigError(f"visibility_check must be one of {list(VISIBILITY_CHECKS)}, "
                                      f"got {self.visibility_check!r}")
@@ -149,8 +151,9 @@ class DatasetConfig:
             raise DatasetConfigError(f"image_size must be (width, height) in pixels, got {self.image_size!r}")
         object.__setattr__(self, "image_size", size)
         minimum = default_min_pixels(*size) if self.min_visible_pixels is None else self.min_visible_pixels
-        if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1:
-            raise DatasetConfigError(f"min_visible_pixels must be a positive integer, got {minimum!r}")
+        if isinstance(minimum, bool) or not isinstance(minimum, int) or not 1 <= minimum <= size[0] * size[1]:
+            raise DatasetConfigError(f"min_visible_pixels must be an integer from 1 to {size[0] * size[1]:,} "
+                                     f"(the pixels of a {size[0]} x {size[1]} image), got {minimum!r}")
         object.__setattr__(self, "min_visible_pixels", minimum)
         relayouts = self.visibility_relayouts
         if isinstance(relayouts, bool) or not isinstance(relayouts, int) or relayouts < 0:
@@ -230,6 +233,23 @@ class DatasetConfig:
             raise FormatError("missing key", source=source, field=exc.args[0]) from None
         except (TypeError, ValueError, DatasetConfigError) as exc:
             raise FormatError(f"bad settings: {exc}", source=source) from None
+
+
+def check_generation_caps(environments: int, scenes_per_environment: int, *,
+                          flags: tuple[str, str] = ("environments", "scenes_per_environment")) -> None:
+    """Refuse more than the ``environments`` cap or more than the ``examples`` cap of E x S examples
+    (:mod:`clevr_poc.limits`; planning costs about 0.3 KB of memory per example), before anything is
+    planned or written. ``flags`` names the two values in the message (the CLI passes its options).
+
+    Raises:
+        DatasetConfigError: naming the value, the cap and the variable that raises it.
+    """
+    if environments > limits.cap("environments"):
+        raise DatasetConfigError(f"{flags[0]}: {environments:,} is over {limits.describe('environments')}")
+    if environments * scenes_per_environment > limits.cap("examples"):
+        raise DatasetConfigError(
+            f"{flags[0]} x {flags[1]}: {environments:,} x {scenes_per_environment:,} = "
+            f"{environments * scenes_per_environment:,} examples is over {limits.describe('examples')}")
 
 
 def _check_split_name(name: object) -> None:
@@ -568,6 +588,7 @@ class DatasetSummary:
         stats: the content of ``stats.json``.
         layouts_checked, visibility_rejections: visibility checks run and layouts rejected by this call;
         visibility_seconds: time spent in the check by this call (summed over workers).
+        stale_temp_files: temp files of a killed earlier run removed before resuming.
     """
 
     out_dir: Path
@@ -584,6 +605,7 @@ class DatasetSummary:
     layouts_checked: int = 0
     visibility_rejections: int = 0
     visibility_seconds: float = 0.0
+    stale_temp_files: int = 0
 
     @property
     def questions_per_second(self) -> float:
@@ -652,6 +674,19 @@ def _open_folder(out_dir: Path, config: DatasetConfig) -> None:
     if out_dir.is_dir() and any(not p.name.startswith(".") for p in out_dir.iterdir()):
         raise DatasetConfigError(f"{out_dir} is not empty and has no {MANIFEST}: refusing to write a dataset into it")
     atomic_write_json(manifest, config.to_json(), indent=2)
+
+
+def remove_stale_generation_temps(out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temp files a killed ``generate`` left in the folders it writes (the dataset folder,
+    ``environments/``, ``figures/`` and every split folder of ``complete/scenes``, ``incomplete/scenes`` and
+    ``incomplete/questions``): only :func:`clevr_poc._io.remove_stale_temp_files`' own names. Returns
+    the removed paths."""
+    out_dir = Path(out_dir)
+    folders = [out_dir, out_dir / "environments", out_dir / "figures"]
+    for kind in ("complete/scenes", "incomplete/scenes", "incomplete/questions"):
+        root = out_dir / kind
+        folders += sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    return [path for folder in folders for path in remove_stale_temp_files(folder)]
 
 
 def _write_environments(out_dir: Path, environments: list[Environment]) -> None:
@@ -749,6 +784,7 @@ def generate_dataset(
     ExecutorConfig(workers, executor, ray_address)  # validate before touching the folder
     out_dir = Path(out_dir)
     _open_folder(out_dir, config)
+    stale = remove_stale_generation_temps(out_dir)  # a killed run's leftovers (SIGKILL, power loss)
 
     session = ray_session(workers, ray_address) if executor == "ray" else _null_context()
     with session:
@@ -789,7 +825,7 @@ def generate_dataset(
     stats_seconds = time.perf_counter() - started
     return DatasetSummary(out_dir, config, len(specs), len(tasks), len(done), environments_seconds,
                           examples_seconds, stats_seconds, attempts, fallbacks, stats, layouts_checked, rejections,
-                          visibility_seconds)
+                          visibility_seconds, len(stale))
 
 
 #: Counters of the ``generation`` object of complete scene files, summed by :func:`generation_stats`.

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
-from clevr_poc._io import atomic_write_json, atomic_write_text, read_json
+from clevr_poc._io import atomic_open, atomic_write_json, atomic_write_text, read_json
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
 
@@ -116,11 +116,10 @@ def write_figures(out_dir: Path, stats: Mapping[str, Any]) -> list[Path]:
 
     def save(fig, name: str) -> None:
         path = folder / name
-        tmp = folder / f".{name}.tmp.png"
         fig.tight_layout()
-        fig.savefig(tmp, dpi=100, metadata={"Software": None})
+        with atomic_open(path) as handle:  # temp file, fsync, rename, the umask's mode
+            fig.savefig(handle, dpi=100, format="png", metadata={"Software": None})
         plt.close(fig)
-        tmp.replace(path)
         written.append(path)
 
     # Fig. 6a: questions per template, coloured by family

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from clevr_poc._io import atomic_write_json, atomic_write_text
-from clevr_poc._cli import EXIT_USAGE, non_negative_int, positive_int, run_guarded, with_checked_outputs
+from clevr_poc._cli import (EXIT_USAGE, ArgumentParser, non_negative_int, positive_int, run_guarded,
+                            with_checked_outputs)
 from clevr_poc.errors import FormatError
 from clevr_poc.mcot.extraction import ExtractionMode, FailurePolicy
 from clevr_poc.mcot.prompts import (M3COT_STRATEGIES, SCIENCEQA_DEFAULT_SEED, SCIENCEQA_DEFAULT_SHOTS,
@@ -112,7 +113,7 @@ def _add_run(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m clevr_poc.mcot",
+    parser = ArgumentParser(prog="python -m clevr_poc.mcot",
                                      description="ScienceQA and M3CoT harness: run a chat model or score outputs.")
     sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK")
     _add_run(sub)

@@ -464,21 +464,19 @@ def read_questions_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         FormatError: missing/unreadable file, a line that is not JSON, not an object, or has no non-empty
             string ``question`` (names the file and the 1-based line number).
     """
+    from clevr_poc import limits
+    from clevr_poc._io import loads_json, read_text
+
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError("file not found", source=source) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(f"cannot read ({exc.__class__.__name__}: {exc})", source=source) from None
+    text = read_text(source, what="a questions file")  # typed errors; the json_file_bytes cap
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"not JSON ({exc.msg})", source=source, field=f"line {number}") from None
+        if len(rows) >= limits.cap("questions_per_file"):
+            raise FormatError(f"more questions than {limits.describe('questions_per_file')}", source=source,
+                              field=f"line {number}")
+        row = loads_json(line, source=source, field=f"line {number}")
         if not isinstance(row, dict):
             raise FormatError("must be a JSON object", source=source, field=f"line {number}",
                               value=type(row).__name__)

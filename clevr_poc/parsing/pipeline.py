@@ -3,7 +3,6 @@ checkpoints and resume (see :mod:`clevr_poc.train_parser` for the command line).
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -12,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from clevr_poc._io import atomic_write_json
+from clevr_poc._io import atomic_open, atomic_write_json
 from clevr_poc.errors import FormatError
 from clevr_poc.parsing.reinforce import ReinforceSettings, ReinforceState, reinforce
 from clevr_poc.parsing.seq2seq import BiLSTMParser, ParserConfig
@@ -117,9 +116,8 @@ class TrainingRun:
             "rl_state": None if rl_state is None else rl_state.to_json(),
             "torch_rng": torch.get_rng_state(),
         }
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        with atomic_open(path) as handle:  # temp file, fsync, rename (clevr_poc._io)
+            torch.save(state, handle)
 
     def _load_checkpoint(self) -> dict | None:
         path = self.out / CHECKPOINT

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from clevr_poc import domain
-from clevr_poc._io import atomic_write_json, read_json
+from clevr_poc._io import atomic_open, atomic_write_json, read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.parsing.grammar import MAX_QUERY_TOKENS, GrammarState, QueryGrammar, allowed_mask_sequence
 from clevr_poc.parsing.official_form import to_official_form
@@ -451,9 +451,8 @@ class BiLSTMParser:
         atomic_write_json(folder / self.VOCAB_FILE, self.vocabulary.to_json(), indent=0)
         state = {k: (v.half() if fp16 and v.is_floating_point() else v).clone()
                  for k, v in self.model.state_dict().items()}
-        tmp = folder / f".{self.WEIGHTS_FILE}.tmp"
-        torch.save(state, tmp)
-        os.replace(tmp, folder / self.WEIGHTS_FILE)
+        with atomic_open(folder / self.WEIGHTS_FILE) as handle:  # temp file, fsync, rename (clevr_poc._io)
+            torch.save(state, handle)
         return folder
 
     # ------------------------------------------------------------------ parsing

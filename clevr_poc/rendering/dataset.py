@@ -134,9 +134,8 @@ def _splits(dataset: Path, kind: str, splits: Sequence[str] | None) -> list[str]
 
 #: ``.<image>.<pid>.tmp``: the temp PNG of :func:`clevr_poc.rendering.render.render_scene`.
 _IMAGE_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)\.tmp$")
-#: ``.<scene>.json.<8 random characters>.tmp``: the temp file of :func:`clevr_poc._io.atomic_write_text`.
-_SCENE_TEMP = re.compile(r"^\.(?P<name>.+\.json)\.[A-Za-z0-9_]{8}\.tmp$")
-#: Scene temp files at least this old (seconds) are stale (a scene write takes milliseconds).
+#: Scene temp files of earlier versions (``.<scene>.json.<8 random characters>.tmp``) at least this old
+#: (seconds) are stale (:data:`clevr_poc._io.LEGACY_TEMP_AGE`).
 SCENE_TEMP_MAX_AGE = 60.0
 
 
@@ -154,11 +153,14 @@ def remove_stale_temp_files(dataset: str | os.PathLike[str], *, kinds: Sequence[
                             now: float | None = None) -> list[Path]:
     """Remove the temp files a killed render left in ``DIR/<kind>/images/*/`` and ``DIR/<kind>/scenes/*/``.
 
-    An image temp (``.<image>.<pid>.tmp``) is stale when no process ``pid`` runs (a render running at
-    the same time, on this machine, keeps its own); a scene temp (``.<scene>.json.<random>.tmp``) when
-    its modification time is at least :data:`SCENE_TEMP_MAX_AGE` seconds before ``now`` (default: the
-    current time). Other files are never touched. Returns the removed paths, sorted.
+    An image temp of earlier versions (``.<image>.<pid>.tmp``) is stale when no process ``pid`` runs (a
+    render running at the same time, on this machine, keeps its own); the temp files of
+    :mod:`clevr_poc._io`'s atomic writes (images and scene files, ``.<name>.<pid>-<hex>.tmp``, and
+    ``.<scene>.json.<random>.tmp`` of earlier versions) as :func:`clevr_poc._io.is_stale_temp` says, with
+    ``now`` (default: the current time). Other files are never touched. Returns the removed paths, sorted.
     """
+    from clevr_poc._io import remove_stale_temp_files as remove_own_temps
+
     dataset = Path(dataset)
     now = time.time() if now is None else now
     removed: list[Path] = []
@@ -168,16 +170,8 @@ def remove_stale_temp_files(dataset: str | os.PathLike[str], *, kinds: Sequence[
             if match and not _process_alive(int(match["pid"])):
                 path.unlink(missing_ok=True)
                 removed.append(path)
-        for path in sorted((dataset / kind / "scenes").glob("*/.*.tmp")):
-            if not _SCENE_TEMP.match(path.name):
-                continue
-            try:
-                stale = now - path.stat().st_mtime >= SCENE_TEMP_MAX_AGE
-            except FileNotFoundError:  # its writer just renamed it
-                continue
-            if stale:
-                path.unlink(missing_ok=True)
-                removed.append(path)
+        for folder in sorted((dataset / kind / "images").glob("*/")) + sorted((dataset / kind / "scenes").glob("*/")):
+            removed += remove_own_temps(folder, now=now)  # the temp files of clevr_poc._io's atomic writes
     return sorted(removed)
 
 

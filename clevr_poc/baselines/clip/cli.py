@@ -21,7 +21,8 @@ import json
 import sys
 from typing import Any, Sequence
 
-from clevr_poc._cli import non_negative_float, non_negative_int, open_unit_float, positive_float, positive_int, run_guarded
+from clevr_poc._cli import (ArgumentParser, non_negative_float, non_negative_int, open_unit_float, positive_float,
+                            positive_int, run_guarded, with_checked_outputs)
 from clevr_poc.errors import ClevrPocError, FormatError
 
 MISSING_EXTRA = ("the CLIP baseline needs the [clip] extra (torch, open_clip_torch, transformers, Pillow): "
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     from clevr_poc.baselines.clip.encoders import DEFAULT_CLIP_MODEL, DEFAULT_CLIP_PRETRAINED, DEFAULT_GPT2
     from clevr_poc.baselines.clip.features import VARIANTS
 
-    parser = argparse.ArgumentParser(prog="python -m clevr_poc.baselines.clip",
+    parser = ArgumentParser(prog="python -m clevr_poc.baselines.clip",
                                      description="CLIP baselines of CLEVR-POC (paper §4.1.1, Fig. 3, eq. 1).",
                                      epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -203,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return run_guarded(lambda: run_train(args) if args.command == "train" else run_evaluate(args))
+    return run_guarded(with_checked_outputs(lambda a: run_train(a) if a.command == "train" else run_evaluate(a), args,
+                                            folders=("out",)))
 
 
 __all__ = ["build_parser", "main", "require_clip_extra", "run_evaluate", "run_train"]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from clevr_poc._io import atomic_write_json, read_json
+from clevr_poc._io import atomic_write_bytes, atomic_write_json, read_json
 from clevr_poc.baselines.clip.encoders import EncoderSpec, FrozenEncoders, identity_hash
 from clevr_poc.baselines.clip.errors import MissingImageError
 from clevr_poc.errors import FormatError
@@ -79,18 +78,7 @@ def _sha1(data: bytes) -> str:
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_bytes(path, data)  # temp file, fsync, rename, the umask's mode (clevr_poc._io)
 
 
 class VectorStore:

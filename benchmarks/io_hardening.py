@@ -1,0 +1,72 @@
+"""Cost of the hardened file helpers (clevr_poc._io): durable atomic writes and capped JSON reads.
+
+Baselines, in the same process: the atomic write before the hardening (``tempfile.mkstemp`` + rename,
+no fsync) and a plain ``json.loads(path.read_text())``. Also times the refusal of a scene file over
+the ``scene_file_bytes`` cap (size check before reading).
+
+Usage: python benchmarks/io_hardening.py [--files 300] [--folder DIR]   (DIR: the file system to measure)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from clevr_poc._io import atomic_write_text, read_json
+from clevr_poc.errors import FormatError
+from clevr_poc.scene import Scene
+
+
+def _old_atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def _per_file(action, paths) -> float:
+    start = time.perf_counter()
+    for path in paths:
+        action(path)
+    return (time.perf_counter() - start) / len(paths)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--folder", default=None, help="where to write (default: a temp folder)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.folder) as folder:
+        root = Path(folder)
+        obj = {"color": "red", "size": "large", "shape": "cube", "material": "metal", "region": "0",
+               "3d_coords": [1.0, 2.0, 0.7], "pixel_coords": [100.0, 120.0, 11.0]}
+        text = json.dumps({"split": "train", "image_index": 0, "image_filename": "CLEVR_train_000000.png",
+                           "objects": [obj] * 8, "relationships": {}}) + "\n"  # ~2 KB, like a scene file
+        paths = [root / f"CLEVR_{i:06d}.json" for i in range(args.files)]
+        old = _per_file(lambda p: _old_atomic_write_text(p, text), paths)
+        new = _per_file(lambda p: atomic_write_text(p, text), paths)
+        print(f"atomic write of a {len(text)}-byte file: {1e3 * new:.3f} ms with fsync of file and folder, "
+              f"{1e3 * old:.3f} ms before (mkstemp + rename): x{new / old:.1f}")
+        plain = _per_file(lambda p: json.loads(p.read_text(encoding="utf-8")), paths)
+        capped = _per_file(read_json, paths)
+        print(f"JSON read: {1e6 * capped:.1f} us capped (fstat, bounded read, depth check), "
+              f"{1e6 * plain:.1f} us plain json.loads(read_text): x{capped / plain:.2f}")
+        big = root / "big.json"
+        with open(big, "w", encoding="utf-8") as handle:
+            handle.write('{"objects": [')
+            handle.write(",".join([json.dumps(obj)] * 1_700_000))
+            handle.write("]}")
+        start = time.perf_counter()
+        try:
+            Scene.from_file(big)
+        except FormatError as exc:
+            print(f"1.7-million-object scene file ({big.stat().st_size / 1e6:.0f} MB) refused in "
+                  f"{1e3 * (time.perf_counter() - start):.2f} ms: {exc}")
+
+
+if __name__ == "__main__":
+    main()
