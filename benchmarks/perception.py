@@ -11,7 +11,11 @@ The first image of each setting is a warm-up and is not timed. OpenMP threads wa
 (``OMP_WAIT_POLICY=PASSIVE``, as the perception CLI sets it): spinning threads are up to 10x slower on a
 shared machine. Usage::
 
-    python benchmarks/perception.py --dataset DIR --model models/perception [--split test] [--images 30] [--json]
+    python benchmarks/perception.py --dataset DIR --model models/perception [--split test] [--images 30]
+        [--camera auto|from-scene|official|ours] [--device auto|cpu|cuda] [--json]
+
+``--dataset`` may be an official-layout release (scenes without a camera: ``--camera auto`` uses the
+official camera); the image size of the timed images is reported (the networks read any size).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import torch  # noqa: E402
 
 from clevr_poc.dataset import load_dataset  # noqa: E402
 from clevr_poc.perception import Perception  # noqa: E402
-from clevr_poc.perception.data import load_image, rendered_image  # noqa: E402
+from clevr_poc.perception.data import image_truth, load_image  # noqa: E402
 
 
 def main() -> None:
@@ -38,20 +42,23 @@ def main() -> None:
     parser.add_argument("--model", default="models/perception")
     parser.add_argument("--split", default="test")
     parser.add_argument("--images", type=int, default=30)
+    parser.add_argument("--camera", default="auto", choices=("auto", "from-scene", "official", "ours"))
+    parser.add_argument("--device", default="auto")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    perception = Perception.from_pretrained(args.model)
+    perception = Perception.from_pretrained(args.model, device=args.device)
     examples = [e for e in load_dataset(args.dataset, split=args.split) if e.image_path is not None][:args.images + 1]
     items = []
     for e in examples:
-        scene_path = e.image_path.parent.parent.parent / "scenes" / e.image_path.parent.name / \
-            f"CLEVR_{e.image_index:06d}.json"
-        items.append((load_image(e.image_path), rendered_image(scene_path, e.image_path).camera, e.environment))
+        truth = image_truth(e.partial_scene, e.image_path, camera_source=args.camera, scene_path=e.scene_path)
+        items.append((load_image(e.image_path), truth.camera, e.environment))
     if len(items) < 2:
         raise SystemExit("need at least 2 rendered images")
+    sizes = sorted({f"{image.shape[1]}x{image.shape[0]}" for image, _, _ in items[1:]})
     result: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "torch": torch.__version__,
-                    "images": len(items) - 1, "split": args.split}
+                    "device": str(perception.device), "images": len(items) - 1, "image_sizes": sizes,
+                    "split": args.split}
     for threads in (1, 2):
         torch.set_num_threads(threads)
         perception.detect(items[0][0], items[0][1])
@@ -78,7 +85,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(result))
         return
-    print(f"{result['machine']}, torch {result['torch']}, {result['images']} images of {args.split}")
+    print(f"{result['machine']}, torch {result['torch']} on {result['device']}, {result['images']} images of "
+          f"{args.split} ({', '.join(sizes)})")
     for threads in (1, 2):
         r = result[f"detect_threads_{threads}"]
         print(f"detection + attributes, {threads} thread(s): {r['images_per_second']} images/s "

@@ -399,3 +399,20 @@ def test_fine_tuning_starts_from_a_model_on_the_chosen_device(tmp_path, capsys):
     a = dict(tuned.attributes.named_parameters())["heads.color.weight"]
     b = dict(shipped.attributes.named_parameters())["heads.color.weight"]
     assert 0 < float((a - b).detach().abs().max()) < 0.05
+
+
+def test_position_matching_and_photometric_augmentation():
+    from clevr_poc.perception.evaluation import match_by_position
+
+    # greedy by score, nearest free truth object within 0.5 world units
+    pairs = match_by_position([(0.0, 0.0), (0.1, 0.0), (3.0, 3.0)], [0.9, 0.8, 0.7], [(0.05, 0.0), (3.6, 3.0)])
+    assert pairs == [(0, 0)]
+    assert match_by_position([(3.0, 3.0)], [0.5], [(3.4, 3.2)]) == [(0, 0)]
+    if torch is None:
+        return
+    from clevr_poc.perception.training import photometric
+
+    image = torch.tensor([0.0, 0.25, 0.5, 1.0])
+    assert photometric(image, 0.0, 0.0) is image
+    assert torch.allclose(photometric(image, 1.0, 0.0), torch.tensor([0.0, 0.5, 1.0, 1.0]))   # one stop brighter
+    assert torch.allclose(photometric(image, 0.0, 1.0), image ** 2)                           # gamma 2

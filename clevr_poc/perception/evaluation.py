@@ -24,8 +24,9 @@ Metrics per decoding:
 * ``scene_exact``: images where every visible object is found, nothing else is, and all 4 attributes
   and the region of every object are right;
 * ``answers``: exact-match accuracy of the reasoner's answer (gold ASP query, official semantics) from
-  the perceived scene against the gold answer; ``answers_gold_scene`` is the same from the ground-truth
-  scene (1.0 by construction, a check).
+  the perceived scene against the gold answer (a perceived scene the solver cannot settle within its
+  time limit counts as wrong; ``solver_timeouts`` counts them per decoding); ``answers_gold_scene`` is
+  the same from the ground-truth scene (1.0 by construction, a check).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 
 from clevr_poc import domain
 from clevr_poc.dataset import load_dataset
-from clevr_poc.errors import FormatError
+from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, check_camera_source, scene_camera
 from clevr_poc.perception.data import image_truth
 from clevr_poc.scene import Scene
@@ -211,6 +212,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
     changed = 0
     detect_seconds = decode_seconds = 0.0
     cameras = {"scene": 0, "preset": 0}
+    timeouts: dict[str, int] = {}
     matching: set[str] = set()
     for example in tqdm(examples, desc="evaluate", disable=not progress, unit="image"):
         truth = image_truth(example.partial_scene, example.image_path, camera_source=camera_source,
@@ -239,8 +241,12 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                     # scene with an extra detection): no answer, scored wrong rather than aborting
                     answer_ok = False
                 else:
-                    answer = reasoner.answer(example.environment, scene, example.question.asp_query)
-                    answer_ok = answer.values == example.question.answer
+                    try:
+                        answer = reasoner.answer(example.environment, scene, example.question.asp_query)
+                        answer_ok = answer.values == example.question.answer
+                    except SolverTimeoutError:  # a perceived scene clingo cannot settle in time: wrong
+                        answer_ok = False
+                        timeouts[name] = timeouts.get(name, 0) + 1
             _score(tallies[name], scene, truth.scene, truth_boxes, list(truth.objects), answer_ok)
         if reasoner is not None and example.question.answer is not None:
             answer = reasoner.answer(example.environment, example.partial_scene, example.question.asp_query)
@@ -261,6 +267,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                               "seconds_per_image": round(decode_seconds / len(examples), 4)}
     if answers:
         report["answers_gold_scene"] = round(gold.answer_right / gold.answered, 4) if gold.answered else None
+    report["solver_timeouts"] = timeouts
     report["detect_seconds_per_image"] = round(detect_seconds / len(examples), 4)
     return report
 
