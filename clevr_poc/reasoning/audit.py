@@ -1,0 +1,129 @@
+"""Independent checks of the text that reaches clingo, for tests and the fuzz run (``benchmarks/fuzz.py``).
+
+The checks do not trust the sanitizer or the environment check they audit: a query is read with
+clingo's own parser (after the lexer has shown it holds nothing that parser would execute) and its
+syntax tree is compared with the query language; environment code is re-lexed.
+:func:`recording_clingo_inputs` records every text handed to clingo in this process (``Control.add``,
+``clingo.ast.parse_string``) and every program sent to the direct-mode worker process.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import clingo
+import clingo.ast as clingo_ast
+
+from clevr_poc.asp_lexer import lex
+from clevr_poc.reasoning.sanitizer import QUERY_PREDICATES
+
+_QUERY_PUNCT = frozenset({"(", ")", ",", ".", ":-", "!="})
+# (``#false``: clingo prints an integrity constraint ``:- body.`` as ``#false :- body.``, which the
+# template matcher parses again)
+_ENVIRONMENT_DIRECTIVES = frozenset({"#show", "#count", "#false"})
+
+
+def query_violation(text: str) -> str | None:
+    """What puts ``text`` outside the query language (one rule ``missing(V) :- body.`` of positive
+    whitelisted atoms and ``!=``), or None when it is inside."""
+    if not text.isascii():
+        return "non-ASCII text"
+    lexed = lex(text)
+    if lexed.comments:
+        return "a comment"
+    for token in lexed.tokens:
+        if token.kind not in ("identifier", "variable", "number", "punct"):
+            return f"{token.kind} token {token.text!r}"
+        if token.kind == "punct" and token.text not in _QUERY_PUNCT:
+            return f"token {token.text!r}"
+    statements: list = []
+    try:
+        clingo_ast.parse_string(text, statements.append, logger=lambda code, message: None)
+    except RuntimeError:
+        return "clingo cannot parse it"
+    rules = [s for s in statements if s.ast_type != clingo_ast.ASTType.Program]
+    if len(rules) != 1 or rules[0].ast_type != clingo_ast.ASTType.Rule:
+        return f"{len(rules)} statements, not one rule"
+    rule = rules[0]
+    head = rule.head
+    if head.ast_type != clingo_ast.ASTType.Literal or head.atom.ast_type != clingo_ast.ASTType.SymbolicAtom:
+        return "the head is not an atom"
+    symbol = head.atom.symbol
+    if symbol.ast_type != clingo_ast.ASTType.Function or symbol.name != "missing" or len(symbol.arguments) != 1 \
+            or symbol.arguments[0].ast_type != clingo_ast.ASTType.Variable:
+        return f"the head is {symbol}, not missing(V)"
+    for literal in rule.body:
+        if literal.ast_type != clingo_ast.ASTType.Literal or literal.sign != clingo_ast.Sign.NoSign:
+            return f"body element {literal}"
+        atom = literal.atom
+        if atom.ast_type == clingo_ast.ASTType.Comparison:
+            if len(atom.guards) != 1 or atom.guards[0].comparison != clingo_ast.ComparisonOperator.NotEqual:
+                return f"comparison {atom}"
+            terms = [atom.term, atom.guards[0].term]
+        elif atom.ast_type == clingo_ast.ASTType.SymbolicAtom and atom.symbol.ast_type == clingo_ast.ASTType.Function:
+            if QUERY_PREDICATES.get(atom.symbol.name) != len(atom.symbol.arguments):
+                return f"predicate {atom.symbol.name}/{len(atom.symbol.arguments)}"
+            terms = list(atom.symbol.arguments)
+        else:
+            return f"body atom {atom}"
+        for term in terms:
+            if term.ast_type == clingo_ast.ASTType.Variable:
+                continue
+            if term.ast_type != clingo_ast.ASTType.SymbolicTerm or term.symbol.type not in (
+                    clingo.SymbolType.Number, clingo.SymbolType.Function) or (
+                    term.symbol.type == clingo.SymbolType.Function and term.symbol.arguments):
+                return f"argument {term}"
+    return None
+
+
+def environment_code_violation(text: str) -> str | None:
+    """What makes ``text`` (environment code handed to clingo's parser) unsafe: a comment, a string,
+    a ``#script`` block, a directive other than ``#show``/``#count``/``#false``, a lexer error, non-ASCII text;
+    or None."""
+    if not text.isascii():
+        return "non-ASCII text"
+    lexed = lex(text)
+    if lexed.comments:
+        return "a comment"
+    for token in lexed.tokens:
+        if token.kind in ("error", "string", "script"):
+            return f"{token.kind} token {token.text[:30]!r}"
+        if token.kind == "directive" and token.text not in _ENVIRONMENT_DIRECTIVES:
+            return f"directive {token.text}"
+    return None
+
+
+@contextmanager
+def recording_clingo_inputs() -> Iterator[list[tuple[str, str]]]:
+    """Record ``(where, text)`` for every text given to ``clingo.Control.add`` (``"add"``),
+    ``clingo.ast.parse_string`` (``"parse"``) and the direct-mode worker (``"worker"``, the whole
+    program) while the block runs (this process and thread-agnostic; not re-entrant)."""
+    from clevr_poc.reasoning import reasoner as reasoner_module
+
+    seen: list[tuple[str, str]] = []
+    original_add = clingo.Control.add
+    original_parse = clingo_ast.parse_string
+    original_worker = reasoner_module.solve_brave_isolated
+
+    def add(self, *args, **kwargs):
+        seen.append(("add", args[-1] if args else kwargs.get("program", "")))
+        return original_add(self, *args, **kwargs)
+
+    def parse_string(program, *args, **kwargs):
+        seen.append(("parse", program))
+        return original_parse(program, *args, **kwargs)
+
+    def worker(program, *args, **kwargs):
+        seen.append(("worker", program))
+        return original_worker(program, *args, **kwargs)
+
+    clingo.Control.add = add
+    clingo_ast.parse_string = parse_string
+    reasoner_module.solve_brave_isolated = worker
+    try:
+        yield seen
+    finally:
+        clingo.Control.add = original_add
+        clingo_ast.parse_string = original_parse
+        reasoner_module.solve_brave_isolated = original_worker
