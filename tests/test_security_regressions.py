@@ -204,3 +204,11 @@ def test_environment_error_names_the_parameter_once(tmp_path):
         Environment.from_lp(path)
     message = str(info.value)
     assert message == f"{path}: field line {BACKGROUND.count(chr(10)) + 2}: parameter v1: not a size (got 'larg')"
+
+
+# ---------------------------------------------------------------- found by benchmarks/fuzz.py
+def test_generic_constraint_next_to_an_indented_rule_is_no_traceback(tmp_path):
+    """A global (region-less) rule followed by an indented region rule ended in ``KeyError: 'r'``."""
+    path = write(tmp_path, BACKGROUND + "object(0..4).\n:- object(X), hasProperty(X, color, purple).\n"
+                                        " :- object(X), at(X, 0), hasProperty(X, color, blue).\n")
+    assert [c.template for c in Environment.from_lp(path).constraints] == ["generic", "negation"]

@@ -336,10 +336,10 @@ def constraint_from_rules(rules: list[str], *, source: object = None, line: obje
             (n1, _, a), (n2, _, b) = matches
             positive = {"value_restriction"}
             negative = {"negation_two", "negation_same_property", "negation"}
-            if a["r"] == b["r"] and n1 in positive and n2 in positive:
+            if "r" in a and a["r"] == b.get("r") and n1 in positive and n2 in positive:
                 return Constraint("value_restriction",
                                   {"r": a["r"], "p1": a["p1"], "v1": a["v1"], "p2": b["p1"], "v2": b["v1"]})
-            if a["r"] == b["r"] and n1 in negative and n2 in negative:
+            if "r" in a and a["r"] == b.get("r") and n1 in negative and n2 in negative:
                 if a["p1"] == b["p1"]:
                     return Constraint("negation_same_property",
                                       {"r": a["r"], "p1": a["p1"], "v1": a["v1"], "v2": b["v1"]})
