@@ -261,7 +261,7 @@ def make_figures(scenes, out: Path, folder: Path, *, eevee: bool, style: str = "
 
     def labelled(path: Path, label: str) -> Image.Image:
         image = Image.open(path).convert("RGB")
-        ImageDraw.Draw(image).text((4, 4), label, fill=(0, 0, 0))
+        ImageDraw.Draw(image).text((4, 4), label, fill=(255, 255, 255))  # the official sky is black
         return image
 
     def row(images: list[Image.Image]) -> Image.Image:
@@ -292,8 +292,13 @@ def make_figures(scenes, out: Path, folder: Path, *, eevee: bool, style: str = "
     palette = Image.open(out / "fig_palette.png").convert("RGB")
     palette = palette.resize((2 * palette.width, 2 * palette.height), Image.LANCZOS)
     ImageDraw.Draw(palette).text((6, 6), "small objects (front rows: rubber, then metal), medium ones behind; "
-                                 f"{st.width}x{st.height} shown at 2x", fill=(0, 0, 0))
+                                 f"{st.width}x{st.height} shown at 2x", fill=(255, 255, 255))
     palette.save(folder / "rendering_palette.png")
+    # the two styles, same scene and seed
+    render_scene(scenes[0], out / "fig_style_ours.png", seed=0, style="ours")
+    render_scene(scenes[0], out / "fig_style_official.png", seed=0, style="official")
+    row([labelled(out / "fig_style_official.png", "style official (default), 320x320"),
+         labelled(out / "fig_style_ours.png", "style ours, 320x240")]).save(folder / "rendering_styles.png")
     # engines / sample counts side by side
     default = out / f"quality_{style}_{DEFAULT_SAMPLES}_oidn_0.png"
     panels = [labelled(default if default.exists() else out / "default_0.png", f"Cycles {DEFAULT_SAMPLES} spp + OIDN")]
