@@ -72,6 +72,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="with --render: also render the complete scenes")
     parser.add_argument("--samples", default=None, metavar="N",
                         help="with --render: samples per pixel (default: the renderer's, 8)")
+    parser.add_argument("--style", default="official", choices=("official", "ours"),
+                        help="with --render: render style (default: official; layouts are checked from the "
+                             "official camera either way)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(func=run)
@@ -148,9 +151,9 @@ def run(args: argparse.Namespace) -> int:
         if args.render:
             from clevr_poc.rendering.dataset import render_dataset
 
-            width, height = summary.config.image_size
+            width, height = summary.config.image_size if args.style == "official" else (None, None)
             rendered = render_dataset(
-                args.out, complete=args.render_complete, samples=samples, width=width, height=height,
+                args.out, complete=args.render_complete, samples=samples, width=width, height=height, style=args.style,
                 seed=summary.config.seed, min_pixels=summary.config.min_visible_pixels, workers=workers,
                 executor=args.executor, ray_address=args.ray_address, progress=not args.no_progress)
     except ClevrPocError:
