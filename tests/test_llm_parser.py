@@ -291,7 +291,7 @@ def test_read_questions_jsonl(tmp_path):
     assert read_questions_jsonl(path) == [{"question": "What color is the cube?", "id": 7},
                                           {"question": "How large is it?"}]
     path.write_text('{"question": "What color is the cube?"}\n{"question": \n')
-    with pytest.raises(FormatError, match="line 2.*not JSON"):
+    with pytest.raises(FormatError, match="line 2.*JSON"):
         read_questions_jsonl(path)
     path.write_text('{"question": "ok?"}\n{"text": "no question key"}\n')
     with pytest.raises(FormatError, match="line 2"):
