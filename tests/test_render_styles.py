@@ -65,6 +65,20 @@ def test_styles_carry_the_official_numbers_and_bad_names_are_format_errors():
         get_style("official", colour_space="cmyk")
 
 
+def test_variation_knobs_camera_jitter_and_colour_space():
+    from clevr_poc.rendering.blender import colour_rgb
+    from clevr_poc.rendering.render import scene_camera
+
+    assert scene_camera(3) == scene_camera(4) == official_camera()  # the official camera is fixed
+    moved = scene_camera(3, jitter=0.5)
+    assert moved != official_camera() and np.abs(moved.position - official_camera().position).max() <= 0.5
+    assert project((0.0, 0.0, 0.0), moved)[:2] == pytest.approx((160.0, 160.0))  # still aimed at the origin
+    assert moved.K.tolist() == official_camera().K.tolist()
+    assert scene_camera(3, width=480, height=320).K[0, 0] == pytest.approx(315.0)  # 21 / 32 * 480
+    assert colour_rgb("red", "linear") == pytest.approx((173 / 255, 35 / 255, 35 / 255))
+    assert colour_rgb("red", "srgb") == pytest.approx((0.4179, 0.0168, 0.0168), abs=1e-4)
+
+
 def test_official_meshes_flat_cone_with_32_sides_and_unshrunk_cubes_are_bigger():
     cone = unit_mesh("cone")
     assert not cone.smooth and len(np.unique(np.round(cone.vertices[cone.vertices[:, 2] < -0.99], 9), axis=0)) == 33
