@@ -4,7 +4,11 @@ Baselines, in the same process: the atomic write before the hardening (``tempfil
 no fsync) and a plain ``json.loads(path.read_text())``. Also times the refusal of a scene file over
 the ``scene_file_bytes`` cap (size check before reading).
 
-Usage: python benchmarks/io_hardening.py [--files 300] [--folder DIR]   (DIR: the file system to measure)
+``--generation N`` also generates N examples twice in this process (1 environment, the default
+visibility check, and with ``--visibility-check off``), with the real ``os.fsync`` and with ``os.fsync``
+replaced by a no-op, to show what durability costs a real run.
+
+Usage: python benchmarks/io_hardening.py [--files 300] [--folder DIR] [--generation 30]
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--folder", default=None, help="where to write (default: a temp folder)")
+    parser.add_argument("--generation", type=int, default=0, metavar="N", help="also time generating N examples")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
         root = Path(folder)
@@ -66,6 +71,30 @@ def main() -> None:
         except FormatError as exc:
             print(f"1.7-million-object scene file ({big.stat().st_size / 1e6:.0f} MB) refused in "
                   f"{1e3 * (time.perf_counter() - start):.2f} ms: {exc}")
+
+
+        if args.generation:
+            _generation(root, args.generation)
+
+
+def _generation(root: Path, examples: int) -> None:
+    from clevr_poc.generation.dataset import generate_dataset
+
+    real_fsync = os.fsync
+    for visibility in ("both", "off"):
+        rates = {}
+        for label in ("fsync", "no fsync", "fsync ", "no fsync "):  # alternated, twice: the machine is shared
+            os.fsync = real_fsync if label.strip() == "fsync" else (lambda fd: None)
+            try:
+                summary = generate_dataset(root / f"gen-{visibility}-{len(rates)}", environments=1,
+                                           scenes_per_environment=examples, seed=3, progress=False,
+                                           visibility_check=visibility)
+            finally:
+                os.fsync = real_fsync
+            rates.setdefault(label.strip(), []).append(summary.generated / summary.examples_seconds)
+        best = {k: max(v) for k, v in rates.items()}
+        print(f"generation, visibility {visibility}: {best['fsync']:.1f} questions/s with fsync, "
+              f"{best['no fsync']:.1f} without (best of 2): x{best['fsync'] / best['no fsync']:.2f}")
 
 
 if __name__ == "__main__":

@@ -248,15 +248,15 @@ def read_bytes(path: str | os.PathLike[str], *, cap: str = "json_file_bytes", wh
     except FileNotFoundError:
         raise FormatError("file not found", source=path) from None
     except IsADirectoryError:
-        raise FormatError("is a folder, not a file", source=path) from None
+        raise FormatError("cannot read: a folder, not a file", source=path) from None
     except OSError as exc:
         raise FormatError(f"cannot read ({exc.strerror or exc.__class__.__name__})", source=path) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise FormatError("is a folder, not a file", source=path)
+            raise FormatError("cannot read: a folder, not a file", source=path)
         if not stat.S_ISREG(info.st_mode):
-            raise FormatError("not a regular file (a device, pipe or socket)", source=path)
+            raise FormatError("cannot read: not a regular file (a device, pipe or socket)", source=path)
         if info.st_size > maximum:
             raise _cap_error(path, f"{info.st_size:,}", cap, what)
         chunks, total = [], 0

@@ -92,7 +92,7 @@ def test_non_regular_files_are_refused_without_reading(tmp_path):
     fifo = tmp_path / "scene.fifo"
     os.mkfifo(fifo)  # reading a FIFO blocks forever
     for path, message in ((fifo, "not a regular file"), (Path("/dev/zero"), "not a regular file"),
-                          (tmp_path, "is a folder, not a file")):
+                          (tmp_path, "cannot read: a folder, not a file")):
         with pytest.raises(FormatError, match=message):
             Scene.from_file(path)
 
