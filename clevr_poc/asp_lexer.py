@@ -125,24 +125,6 @@ class Lexed:
         return next((t for t in self.tokens if t.kind == kind), None)
 
 
-# the code tokens of a text without comments, strings, directives and lexer errors, in the order and
-# with the alternatives of _NORMAL (findall scans leftmost-first the same way)
-_PLAIN = re.compile("|".join((
-    r"[\t\r ]+", r"\n", r"0x[0-9A-Fa-f]+|0o[0-7]+|0b[01]+|0|[1-9][0-9]*", r"[_']*[a-z]['A-Za-z0-9_]*",
-    r"[_']*[A-Z]['A-Za-z0-9_]*", r"_", "|".join(re.escape(p) for p in _PUNCT),
-)))
-
-
-def plain_tokens(text: str) -> list[str] | None:
-    """The code tokens' texts of ``text`` (what :func:`lex` returns as token texts), or None when the
-    text holds a comment, a string, a directive or a lexer error (then call :func:`lex`). A fast path
-    for the common case (a query of plain tokens): one ``re.findall``."""
-    matches = _PLAIN.findall(text)
-    if sum(map(len, matches)) != len(text):
-        return None
-    return [t for t in matches if t[0] not in " \t\r\n"]
-
-
 def _skip_block(text: str, pos: int) -> int:
     """End offset of the block comment whose ``%*`` ends at ``pos`` (``len(text) + 1`` when unclosed)."""
     depth = 1

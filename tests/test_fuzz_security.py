@@ -5,6 +5,8 @@ The long run with more than 10,000 inputs is ``benchmarks/fuzz.py``."""
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -102,3 +104,23 @@ def test_reasoner_solves_only_checked_queries(text, mode):
         else:  # compiled mode grounds only the environment: the query is a set of assumptions
             assert program.startswith(read_asp("background.lp") + "\n" + read_asp("compiled_inputs.lp") + "\n")
             assert program.endswith("\n" + environment.constraints_asp())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(QUERIES, HOSTILE + ["a'b", "0b1", "X10b", ")(", "((", "-", "=", ":", "__", "_1", "1_", "0a", "00"]))
+def test_sanitizer_fast_path_agrees_with_the_full_check(text):
+    """The regular-expression fast path of the tokenizer accepts exactly what the token-by-token check
+    accepts, with the same canonical text."""
+    from unittest import mock
+
+    from clevr_poc.reasoning import sanitizer
+
+    def outcome():
+        try:
+            return sanitize_query(text).text
+        except UnsafeProgramError:
+            return None
+
+    fast = outcome()
+    with mock.patch.object(sanitizer, "_FAST_TOKEN", re.compile(r"(?!)")):  # never matches: no fast path
+        assert outcome() == fast
