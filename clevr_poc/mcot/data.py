@@ -27,13 +27,12 @@ Malformed input raises :class:`~clevr_poc.errors.FormatError` naming the file, t
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from clevr_poc._io import read_json
+from clevr_poc._io import loads_json, read_json
 from clevr_poc.errors import FormatError
 
 #: Option letters, in order (ScienceQA has at most 5 options, M3CoT at most 6).
@@ -460,10 +459,7 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"invalid JSON: {exc.msg}", source=f"{path} line {number}") from None
+            yield number, loads_json(line, source=f"{path} line {number}")  # every JSON failure: FormatError
 
 
 def _iter_parquet(path: Path) -> Iterator[tuple[int, Any]]:

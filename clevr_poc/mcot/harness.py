@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from clevr_poc._io import atomic_write_json, atomic_write_text, read_json
+from clevr_poc._io import atomic_write_json, atomic_write_text, loads_json, read_json
 from clevr_poc.errors import FormatError
 from clevr_poc.llm.base import ChatBackend, PromptTooLongError
 from clevr_poc.mcot.data import M3CoTRecord, ScienceQADataset, parse_m3cot_record
@@ -299,10 +299,7 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
         for number, line in enumerate(Path(output_path).read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"invalid JSON: {exc.msg}", source=f"{output_path} line {number}") from None
+            row = loads_json(line, source=f"{output_path} line {number}")  # every JSON failure: FormatError
             previous = parse_m3cot_record(row, source=f"{output_path} line {number}", index=number,
                                           require_messages=True)
             if row.get("strategy", strategy) != strategy:
