@@ -435,3 +435,10 @@ def test_readme_lists_the_real_evaluate_models():
         if line.startswith("python -m clevr_poc evaluate") and "--model " in line:
             listed |= set(line.split("--model ", 1)[1].split()[0].split("|"))
     assert listed == set(MODELS) | set(CLIP_MODELS)
+
+
+@pytest.mark.parametrize("block", ["[" * 100_000, "[" + "9" * 5000 + "]"])
+def test_a_model_reply_with_hostile_json_is_a_parse_failure_not_a_crash(block):
+    from clevr_poc.baselines.vlm_scene import parse_listed_objects
+
+    assert parse_listed_objects(f"<objects>{block}</objects>").error == "the objects block is not JSON"

@@ -75,7 +75,7 @@ def parse_listed_objects(reply: str | None) -> Listing:
         return Listing(None, "no <objects>...</objects> block")
     try:
         data = json.loads(blocks[-1])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # invalid JSON, a 5,000-digit integer, 100,000 nested brackets
         return Listing(None, "the objects block is not JSON")
     if not isinstance(data, list):
         return Listing(None, "the objects block is not a JSON list")
