@@ -163,21 +163,31 @@ def with_checked_outputs(action: Callable[[argparse.Namespace], int | None], arg
                          folders: tuple[str, ...] = (), files: tuple[str, ...] = ()) -> Callable[[], int | None]:
     """``action(args)``, after :func:`check_output_folder` / :func:`check_output_file` on the attributes
     of ``args`` named in ``folders`` / ``files`` that are set (attribute ``out`` is option ``--out``),
-    and after removing the stale temp files (:func:`clevr_poc._io.remove_stale_temp_files`) a killed
-    run left in those folders. For :func:`run_guarded`."""
+    and after removing the stale temp files a killed run left in those folders
+    (:func:`remove_stale_output_temps`). For :func:`run_guarded`."""
 
     def run() -> int | None:
-        from clevr_poc._io import remove_stale_temp_files
-
         for name in folders:
             if getattr(args, name, None) is not None:
-                remove_stale_temp_files(check_output_folder(getattr(args, name), _option(name)), recursive=True)
+                remove_stale_output_temps(check_output_folder(getattr(args, name), _option(name)))
         for name in files:
             if getattr(args, name, None) is not None:
                 check_output_file(getattr(args, name), _option(name))
         return action(args)
 
     return run
+
+
+def remove_stale_output_temps(folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove our stale temp files (:func:`clevr_poc._io.remove_stale_temp_files`) from an output folder
+    and its direct sub-folders (``plots/``, ``checkpoints/``), not deeper: ``--out .`` must not sweep a tree."""
+    from clevr_poc._io import remove_stale_temp_files
+
+    folder = Path(folder)
+    removed = remove_stale_temp_files(folder)
+    for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()):
+        removed += remove_stale_temp_files(child)
+    return removed
 
 
 def _option(attribute: str) -> str:

@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from clevr_poc import limits
-from clevr_poc._cli import check_output_file, check_output_folder, positive_int, worker_count
-from clevr_poc._io import read_json, remove_stale_temp_files
+from clevr_poc._cli import (check_output_file, check_output_folder, positive_int, remove_stale_output_temps,
+                            worker_count)
+from clevr_poc._io import read_json
 from clevr_poc.errors import ClevrPocError, FormatError
 
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
@@ -324,7 +325,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """``--out`` and (a predictions file) ``--checkpoint`` must be writable before anything runs; the
     temp files a killed run left in ``--out`` are removed."""
     if args.out is not None:
-        remove_stale_temp_files(check_output_folder(args.out, "--out"), recursive=True)
+        remove_stale_output_temps(check_output_folder(args.out, "--out"))
     if args.checkpoint is not None and args.model is not None and args.model not in CLIP_MODELS:
         check_output_file(args.checkpoint, "--checkpoint")
 
