@@ -1,6 +1,6 @@
 """Size caps on what clevr_poc reads and generates: file sizes, JSON nesting, counts.
 
-Every file clevr_poc reads is checked against a byte cap *before* it is read (its size comes from
+Every JSON / JSON-lines file clevr_poc reads is checked against a byte cap *before* it is read (its size comes from
 ``fstat``, then at most cap + 1 bytes are read), so a huge or endless input (a 2 GB scene file,
 ``/dev/zero``) fails in microseconds with a :class:`~clevr_poc.errors.FormatError` naming the file,
 its size and the cap. Counts are checked right after parsing, before any value object is built, and
