@@ -106,7 +106,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                        help="with --scene perception: the camera of each image: auto (default) = the scene's own "
                             "when it has one, else the official CLEVR-POC camera (the release's scenes carry "
                             "none); from-scene; or a preset: official, ours")
-    nsvqa.add_argument("--threads", type=positive_int, default=1, metavar="N",
+    nsvqa.add_argument("--threads", type=int, default=1, metavar="N",
                        help="torch CPU threads for the BiLSTM parser / perception (default 1: on busy shared "
                             "cores more threads made BiLSTM decoding ~20x slower)")
     llm = parser.add_argument_group("llm-standalone, vlm (and ns-vqa --query llm)")
