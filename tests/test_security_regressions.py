@@ -212,3 +212,24 @@ def test_generic_constraint_next_to_an_indented_rule_is_no_traceback(tmp_path):
     path = write(tmp_path, BACKGROUND + "object(0..4).\n:- object(X), hasProperty(X, color, purple).\n"
                                         " :- object(X), at(X, 0), hasProperty(X, color, blue).\n")
     assert [c.template for c in Environment.from_lp(path).constraints] == ["generic", "negation"]
+
+
+def test_crlf_environment_file_reads_the_same(tmp_path):
+    """Files are read as clingo reads them (line ends unchanged): CRLF files still parse the same."""
+    environment, _, _ = load_example("appendix_a")
+    path = tmp_path / "environment_0.lp"
+    path.write_bytes(environment.to_asp().replace("\n", "\r\n").encode("utf-8"))
+    again = Environment.from_lp(path)
+    assert again.constraints == environment.constraints and again.num_objects == environment.num_objects
+    assert again.show == environment.show
+
+
+def test_cli_stops_the_grounding_probe_at_the_time_limit(tmp_path):
+    """The issue's command line: six object variables, ``--time-limit 1``: one error line, exit 1."""
+    (tmp_path / "crowded.lp").write_text(BACKGROUND + "object(0..11).\n", encoding="utf-8")
+    (tmp_path / "empty.json").write_text('{"objects": [], "relationships": {}}', encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "clevr_poc", "answer", "--environment", str(tmp_path / "crowded.lp"),
+                             "--scene", str(tmp_path / "empty.json"), "--query", _probe(6), "--time-limit", "1",
+                             "--mode", "direct"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == ["error: clingo did not finish within 1 s"]
