@@ -233,3 +233,11 @@ def test_cli_stops_the_grounding_probe_at_the_time_limit(tmp_path):
                              "--mode", "direct"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.splitlines() == ["error: clingo did not finish within 1 s"]
+
+
+def test_match_rule_with_non_ascii_text_is_no_match():
+    """The public template matcher handed ``p(é).`` to clingo's parser, whose logger aborted the
+    interpreter (defect 2 through another door). Run in a subprocess: the old code aborts."""
+    code = "from clevr_poc.environments.templates import match_rule\nprint(match_rule('p(\\u00e9).'))\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "None", result.stderr[-300:]

@@ -234,7 +234,7 @@ _DIRECTIVE = re.compile(r"#(?!count\b|false\b)")
 
 def _canonical(rule: str) -> str | None:
     """clingo's canonical text of a single rule, or None when ``rule`` is not exactly one rule."""
-    if _DIRECTIVE.search(rule):
+    if _DIRECTIVE.search(rule) or not rule.isascii():  # non-ASCII: clingo's logger would abort the interpreter
         return None
     statements: list[Any] = []
     try:
