@@ -38,7 +38,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def clevr_examples(n: int) -> list[Any]:
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
 
     base = list(load_dataset(FIXTURES / "perception" / "dataset", "test"))
     return [base[i % len(base)] for i in range(n)]

@@ -20,11 +20,11 @@ __version__ = "0.1.0"
 __all__ = [
     "Answer", "ClevrPocError", "Constraint", "Elimination", "Environment", "Explanation", "FormatError",
     "Question", "Reasoner", "Scene", "SceneObject", "SolverTimeoutError", "TEMPLATES", "UnsafeProgramError",
-    "UnsatisfiableError", "Witness", "sanitize_query", "Pipeline",
+    "UnsatisfiableError", "Witness", "sanitize_query", "Pipeline", "load_dataset",
 ]
 
 #: Names imported on first use (PEP 562), so ``import clevr_poc`` never imports torch or bpy.
-_LAZY = {"Pipeline": "clevr_poc.pipeline"}
+_LAZY = {"Pipeline": "clevr_poc.pipeline", "load_dataset": "clevr_poc.dataset_reader"}
 
 
 def __getattr__(name: str) -> Any:

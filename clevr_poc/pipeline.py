@@ -274,7 +274,7 @@ class PipelineInput:
     @classmethod
     def of(cls, item: Any, *, scene_given: bool = False) -> "PipelineInput":
         """An input from a :class:`PipelineInput`, a mapping with the same keys, a tuple ``(image,
-        question, environment[, scene[, camera]])``, or a dataset :class:`~clevr_poc.dataset.Example`
+        question, environment[, scene[, camera]])``, or a dataset :class:`~clevr_poc.dataset_reader.Example`
         (image file, question, environment; the camera from its partial scene, following the pipeline's
         camera source, and with ``scene_given`` the gold partial scene itself).
 
@@ -509,7 +509,7 @@ class Pipeline:
         Args:
             items: :class:`PipelineInput` objects, mappings with its keys (``image``, ``question``,
                 ``environment``, ``scene``, ``camera``, ``query``), tuples ``(image, question, environment)``
-                or dataset :class:`~clevr_poc.dataset.Example` objects (see :meth:`PipelineInput.of`).
+                or dataset :class:`~clevr_poc.dataset_reader.Example` objects (see :meth:`PipelineInput.of`).
             explain: attach explanations (off by default: a few solver calls per question).
             progress: show a tqdm progress bar.
 

@@ -24,7 +24,7 @@ from clevr_poc.baselines.clip import (  # noqa: E402
 from clevr_poc.baselines.clip import cli as clip_cli  # noqa: E402
 from clevr_poc.baselines.clip.encoders import _clip_cached  # noqa: E402
 from clevr_poc.cli import main as clevr_main  # noqa: E402
-from clevr_poc.dataset import load_dataset  # noqa: E402
+from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.errors import FormatError  # noqa: E402
 from clevr_poc.evaluation import evaluate, write_outputs  # noqa: E402
 from clevr_poc.generation.dataset import generate_dataset  # noqa: E402

@@ -105,7 +105,7 @@ def test_bad_sources():
 
 def test_gold_ns_vqa_scores_exactly_one_on_a_generated_split(tmp_path):
     """Self-check of the generator, the loader and the reasoner: gold scene + gold ASP reproduces every label."""
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
     from clevr_poc.evaluation import score_predictions
     from clevr_poc.generation.dataset import generate_dataset
 

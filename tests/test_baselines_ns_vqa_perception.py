@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 
 from clevr_poc.baselines.ns_vqa import NSVQA, PerceptionSource  # noqa: E402
-from clevr_poc.dataset import load_dataset  # noqa: E402
+from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.evaluation import evaluate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ import pytest
 
 from clevr_poc import domain
 from clevr_poc.cli import main as cli_main
-from clevr_poc.dataset import Example, load_dataset
+from clevr_poc.dataset_reader import Example, load_dataset
 from clevr_poc.errors import FormatError
 from clevr_poc.generation.dataset import (
     DatasetConfig, DatasetConfigError, ExampleResult, generate_dataset, largest_remainder, parse_shares,

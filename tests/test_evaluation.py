@@ -27,7 +27,7 @@ from conftest import APPENDIX_A_QUERY, appendix_a_complete_scene, appendix_a_env
 
 @dataclass(frozen=True)
 class Example:
-    """Minimal stand-in for clevr_poc.dataset.Example (same attribute names)."""
+    """Minimal stand-in for clevr_poc.dataset_reader.Example (same attribute names)."""
 
     environment: Environment
     partial_scene: Scene

@@ -80,7 +80,7 @@ def test_to_official_form_reads_untrusted_text_through_the_sanitizer():
 def test_generated_queries_are_fixed_points_for_a_fixed_seed(tiny_dataset):
     """The generator writes the official form: every query of a generated dataset is its own official form,
     and the first ones of the seed are these exact strings (same seed, same files)."""
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
 
     examples = load_dataset(tiny_dataset)
     queries = [e.question.asp_query for e in examples]
@@ -135,7 +135,7 @@ def test_reword_fills_every_variant_of_the_same_structure_with_the_questions_val
     import re
 
     from clevr_poc import domain
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
     from clevr_poc.generation.questions import load_templates
     from clevr_poc.parsing.rewording import by_structure, reword, source_template, template_values
 

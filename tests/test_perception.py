@@ -152,7 +152,7 @@ def perception():
 
 @pytest.fixture(scope="module")
 def fixture_examples():
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
     from clevr_poc.perception.data import rendered_image
 
     examples = [e for e in load_dataset(FIXTURE, split="test")]

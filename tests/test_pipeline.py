@@ -275,7 +275,7 @@ def test_as_camera_from_camera_json_scene_and_file(tmp_path):
 
 
 def test_pipeline_input_from_a_dataset_example():
-    from clevr_poc.dataset import Example
+    from clevr_poc.dataset_reader import Example
 
     environment, scene, question = load_example("appendix_a")
     rendered = Scene(scene.objects, scene.relationships, extra={"camera": default_camera().to_json()})
@@ -299,7 +299,7 @@ def tiny_dataset(tmp_path_factory):
 
 
 def test_evaluate_the_gold_pipeline_on_generated_data_scores_one(tiny_dataset, gold):
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
     from clevr_poc.evaluation import evaluate
 
     examples = list(load_dataset(tiny_dataset, "test"))
@@ -312,7 +312,7 @@ def test_evaluate_the_gold_pipeline_on_generated_data_scores_one(tiny_dataset, g
 
 def test_perception_pipeline_reports_failures_as_predictions(tiny_dataset):
     """A perception pipeline on unrendered examples: every prediction fails with a reason, no exception."""
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
 
     def perception(image, camera, environment=None):  # never reached: there is no image
         raise AssertionError("perception called without an image")

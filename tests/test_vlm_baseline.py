@@ -14,7 +14,7 @@ pytest.importorskip("PIL")
 from clevr_poc.baselines.vlm import LIST_INSTRUCTION, VLM_TASK, VLMBaseline, build_vlm_messages  # noqa: E402
 from clevr_poc.baselines.vlm_scene import (ListedObject, listing_metrics, parse_listed_objects,  # noqa: E402
                                            truth_objects)
-from clevr_poc.dataset import load_dataset  # noqa: E402
+from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.errors import FormatError  # noqa: E402
 
 DATASET = Path(__file__).parent / "fixtures" / "perception" / "dataset"

@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
                                         device=getattr(args, "device", "auto"))
     timings["load models"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
 
     examples = list(load_dataset(dataset_dir, SPLIT))
     results = answer_examples(pipeline, examples, progress=progress)

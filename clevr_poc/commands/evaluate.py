@@ -161,7 +161,7 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
 
 def _load_examples(dataset: str, split: str, limit: int | None = None) -> list[Any]:
     try:
-        from clevr_poc.dataset import load_dataset
+        from clevr_poc.dataset_reader import load_dataset
     except ImportError as exc:  # pragma: no cover - only in a broken installation
         raise ClevrPocError(f"cannot load datasets: {exc}") from None
     if not Path(dataset).is_dir():

@@ -8,7 +8,7 @@ parseable answer, a *parse failure*). Optional, used when present (first match w
 - ``predict_detailed(example) -> Prediction`` — the values plus why a prediction failed and the raw
   model output, kept in the report.
 
-An *example* is a :class:`clevr_poc.dataset.Example` or anything with the same attributes:
+An *example* is a :class:`clevr_poc.dataset_reader.Example` or anything with the same attributes:
 ``question`` (:class:`~clevr_poc.question.Question` with its gold ``answer``), ``environment``,
 ``partial_scene``, ``complete_scene`` (may be None) and ``image_path``.
 

@@ -236,7 +236,7 @@ def dataset_card(config, stats: Mapping[str, Any]) -> str:
         "",
         "Question keys: `split, image_filename, image_index, question, program, asp_query, answer, object_interest, "
         "template_filename, question_family_index, question_index, constraint_type_index` (the environment id). "
-        "Load with `clevr_poc.dataset.load_dataset(path, split)`.",
+        "Load with `clevr_poc.dataset_reader.load_dataset(path, split)`.",
         "",
         "## Counts",
         "",

@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Sequence
 import torch
 import torch.nn.functional as F
 
-from clevr_poc.dataset import Example, load_dataset
+from clevr_poc.dataset_reader import Example, load_dataset
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.evaluation.metrics import exact_accuracy, mean_jaccard
 from clevr_poc.parsing.equivalence import program_accuracy
@@ -62,7 +62,7 @@ def load_pairs(dataset: str | Path, split: str, *, limit: int | None = None, see
     """The labelled questions of one split, as :class:`ParserPair` objects.
 
     Args:
-        dataset: a dataset folder (ours or the official layout, see :func:`clevr_poc.dataset.load_dataset`).
+        dataset: a dataset folder (ours or the official layout, see :func:`clevr_poc.dataset_reader.load_dataset`).
         split: ``train``, ``val``, ``test`` (or the official names).
         limit: keep this many pairs, drawn at random (``seed``) from the split; None keeps all in order.
         seed: the draw's seed.

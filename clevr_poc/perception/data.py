@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from clevr_poc import domain
-from clevr_poc.dataset import SPLIT_ALIASES
+from clevr_poc.dataset_reader import SPLIT_ALIASES
 from clevr_poc.errors import FormatError
 from clevr_poc.perception.cameras import check_camera_source, resolve_camera, scene_camera
 from clevr_poc.rendering.geometry import Camera

@@ -1,7 +1,7 @@
 """Measuring perception on rendered partial-scene images: detection, attributes, regions, relationships,
 whole scenes, and the answers the reasoner gives from perceived scenes.
 
-For every example of a split (``clevr_poc.dataset.load_dataset``: environment, partial scene with
+For every example of a split (``clevr_poc.dataset_reader.load_dataset``: environment, partial scene with
 ground truth, question, image) the detector runs once; its detections are decoded twice, plainly
 (``argmax``) and consistently with the example's environment (``constraints``,
 :mod:`clevr_poc.perception.decoding`). Predicted objects are matched to the visible ground-truth
@@ -38,7 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from clevr_poc import domain
-from clevr_poc.dataset import load_dataset
+from clevr_poc.dataset_reader import load_dataset
 from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, check_camera_source, scene_camera
 from clevr_poc.perception.data import image_truth
@@ -182,7 +182,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
              camera_source: str = DEFAULT_CAMERA_SOURCE) -> dict[str, Any]:
     """Metrics (module doc) of ``perception`` on the rendered partial-scene images of ``split``.
 
-    ``dataset``: a folder in our layout or the official release's (:func:`clevr_poc.dataset.load_dataset`);
+    ``dataset``: a folder in our layout or the official release's (:func:`clevr_poc.dataset_reader.load_dataset`);
     ``camera_source``: :data:`clevr_poc.perception.cameras.CAMERA_SOURCES`.
 
     Returns ``{"split", "images", "camera_source", "cameras": {"scene": n, "preset": m}, "matching": "iou" |

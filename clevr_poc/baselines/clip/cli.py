@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _examples(dataset: str, split: str, limit: int | None) -> list[Any]:
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
 
     if limit is not None and limit < 1:
         raise FormatError("must be a positive integer", field="--limit", value=limit)
@@ -135,7 +135,7 @@ def _examples(dataset: str, split: str, limit: int | None) -> list[Any]:
 
 
 def _splits(dataset: str) -> list[str]:
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
 
     return list(load_dataset(dataset).splits)
 
@@ -155,7 +155,7 @@ def run_train(args: argparse.Namespace) -> int:
     train_examples = _examples(args.dataset, args.train_split, args.limit)
     val_examples: list[Any] = []
     if args.val_split.lower() != "none":
-        from clevr_poc.dataset import SPLIT_ALIASES
+        from clevr_poc.dataset_reader import SPLIT_ALIASES
 
         available = _splits(args.dataset)
         aliases = SPLIT_ALIASES.get(args.val_split, (args.val_split,))

@@ -192,7 +192,7 @@ def train(train_examples: Sequence[Any], out_dir: str | os.PathLike[str], config
     """Train the classifier of one CLIP variant and write its checkpoint folder.
 
     Args:
-        train_examples: labelled examples (:class:`clevr_poc.dataset.Example`).
+        train_examples: labelled examples (:class:`clevr_poc.dataset_reader.Example`).
         out_dir: checkpoint folder (created; existing files are replaced).
         config: hyper-parameters (its ``variant`` picks the constraint input).
         encoders: the frozen encoders (``gpt2`` is ignored for variant ``none``).

@@ -2,7 +2,7 @@
 
 ::
 
-    from clevr_poc.dataset import load_dataset
+    from clevr_poc.dataset_reader import load_dataset
 
     data = load_dataset("clevr-poc", split="train")
     for example in data:                    # Example(environment, partial_scene, question, ...)
