@@ -40,7 +40,7 @@ from clevr_poc.perception.data import load_image
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
-from clevr_poc.perception.training import MODEL_FORMAT
+from clevr_poc.perception.model_file import MODEL_FILE, read_model_file
 from clevr_poc.rendering.geometry import Camera, project
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
@@ -48,8 +48,6 @@ from clevr_poc.scene import Scene, SceneObject, compute_relationships
 DEFAULT_SCORE_THRESHOLD = 0.5
 #: Detections above this score are candidates for constraint-aware decoding (the object count decides).
 DEFAULT_CANDIDATE_THRESHOLD = 0.2
-#: File name of the model inside a model folder.
-MODEL_FILE = "perception.pt"
 #: Image sides (pixels) perception accepts: CLEVR renders are 240-480 px; far smaller images hold no
 #: readable object, far larger ones only cost memory (the detector never resizes).
 MIN_IMAGE_SIDE, MAX_IMAGE_SIDE = 64, 2048
@@ -147,15 +145,7 @@ class Perception:
         path = Path(path)
         if path.is_dir():
             path = path / MODEL_FILE
-        if not path.is_file():
-            raise FormatError("model file not found", source=path)
-        try:
-            data = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # corrupt or foreign file: many exception types
-            raise FormatError(f"not a readable model file ({exc.__class__.__name__})", source=path) from None
-        if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
-            raise FormatError(f"not a perception model (expected format {MODEL_FORMAT!r})", source=path,
-                              field="format", value=data.get("format") if isinstance(data, dict) else None)
+        data = read_model_file(path)
         try:
             config = ModelConfig.from_json(data["model_config"])
             detector = build_detector(config)

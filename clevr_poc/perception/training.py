@@ -40,6 +40,7 @@ from clevr_poc import domain
 from clevr_poc.errors import FormatError
 from clevr_poc.perception import geometry as geo
 from clevr_poc.perception.data import RenderedImage, load_image, load_rendered
+from clevr_poc.perception.model_file import MODEL_FORMAT, read_model_file
 from clevr_poc.perception.models import (
     AttributeNet,
     ModelConfig,
@@ -48,8 +49,6 @@ from clevr_poc.perception.models import (
     context_images,
 )
 
-#: Format tag of ``perception.pt``.
-MODEL_FORMAT = "clevr_poc.perception/1"
 PARTS: tuple[str, ...] = ("detector", "attributes")
 
 
@@ -220,27 +219,6 @@ def _resume(path: Path, module: torch.nn.Module, optimizer: torch.optim.Optimize
     optimizer.load_state_dict(state["optimizer"])
     log(f"{part}: resuming at step {state['step']} / {total}")
     return state
-
-
-def read_model_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The contents of a finished model file (``perception.pt``, or a folder holding it).
-
-    Raises:
-        FormatError: no such file, or not a perception model.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "perception.pt"
-    if not path.is_file():
-        raise FormatError("model file not found", source=path)
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # corrupt or foreign file: many exception types
-        raise FormatError(f"not a readable model file ({exc.__class__.__name__})", source=path) from None
-    if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
-        raise FormatError(f"not a perception model (expected format {MODEL_FORMAT!r})", source=path,
-                          field="format", value=data.get("format") if isinstance(data, dict) else None)
-    return data
 
 
 def _initial_weights(init: str, part: str) -> dict[str, torch.Tensor]:
