@@ -312,6 +312,7 @@ def test_evaluate_output_paths_fail_up_front_in_one_line(dataset, tmp_path):
     _one_line_error(_cli(*base, "--checkpoint", str(tmp_path)), 1, "--checkpoint", "is a folder, not a file")
     _one_line_error(_cli(*base, "--workers", "0"), 2, "--workers", "expected an integer >= 1, got '0'")
     _one_line_error(_cli(*base, "--max-tokens", "-1"), 2, "--max-tokens", "got '-1'")
+    _one_line_error(_cli(*base, "--threads", "0"), 1, "--threads", "must be a positive integer")
     _one_line_error(_cli(*base, "--limit", "nan"), 2, "--limit", "got 'nan'")
 
 

@@ -333,6 +333,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.evaluation import evaluate, score_predictions, write_outputs
 
+    if args.threads < 1:  # whatever the model: a bad value is never silently ignored
+        raise FormatError("must be a positive integer", field="--threads", value=args.threads)
     examples = _load_examples(args.dataset, args.split, args.limit)
     _check_outputs(args)
     if args.predictions is not None:
