@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def train() -> int:
-        from clevr_poc.parsing.pipeline import TrainingRun, settings_from_args
+        from clevr_poc.parsing.training_run import TrainingRun, settings_from_args
 
         report = TrainingRun(settings_from_args(args), progress=not args.no_progress,
                              log=lambda line: print(line, file=sys.stderr, flush=True)).run()

@@ -7,7 +7,7 @@
 - :mod:`.grammar` -- the query grammar automaton used for constrained decoding;
 - :mod:`.seq2seq` -- the NS-VQA BiLSTM seq2seq parser, :class:`BiLSTMParser`
   (``from_pretrained(path)``, ``parse(question)``, ``parse_batch(questions)``);
-- :mod:`.training`, :mod:`.reinforce`, :mod:`.pipeline` -- supervised pretraining, REINFORCE and the
+- :mod:`.training`, :mod:`.reinforce`, :mod:`.training_run` -- supervised pretraining, REINFORCE and the
   ``python -m clevr_poc.train_parser`` run.
 
 The torch-based names are imported lazily, so ``from clevr_poc.parsing import programs_equal`` works

@@ -12,7 +12,7 @@ perception; this answers from pixels).
 
 Modules: :mod:`.geometry` (box -> ground point -> region; numpy), :mod:`.decoding` (argmax and
 constraint-aware decoding with clingo; no torch), :mod:`.data` (rendered ground truth), :mod:`.models`,
-:mod:`.training`, :mod:`.pipeline`, :mod:`.evaluation` (torch / torchvision: the ``[vision]`` extra).
+:mod:`.training`, :mod:`.perceiver`, :mod:`.evaluation` (torch / torchvision: the ``[vision]`` extra).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ __all__ = ["Perception", "Detection", "ObjectCandidate", "DecodedScene", "argmax
 
 def __getattr__(name: str) -> Any:  # torch is imported only when the networks are needed
     if name in ("Perception", "Detection"):
-        from clevr_poc.perception import pipeline
+        from clevr_poc.perception import perceiver
 
-        return getattr(pipeline, name)
+        return getattr(perceiver, name)
     if name in ("ObjectCandidate", "DecodedScene", "argmax_decode", "constraint_decode"):
         from clevr_poc.perception import decoding
 

@@ -123,7 +123,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     import torch
 
     from clevr_poc.perception.evaluation import evaluate, format_report
-    from clevr_poc.perception.pipeline import Perception
+    from clevr_poc.perception.perceiver import Perception
 
     torch.set_num_threads(args.threads)
     perception = Perception.from_pretrained(args.checkpoint, device=args.device)

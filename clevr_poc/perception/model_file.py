@@ -1,6 +1,6 @@
 """The finished perception model file (``perception.pt``): its format tag and its reader.
 
-Shared by inference (:mod:`clevr_poc.perception.pipeline`) and training
+Shared by inference (:mod:`clevr_poc.perception.perceiver`) and training
 (:mod:`clevr_poc.perception.training`), so that inference never imports the training code (as
 torchvision keeps its weights' metadata apart from its training references).
 
