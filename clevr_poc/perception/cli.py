@@ -19,8 +19,8 @@ import os
 import sys
 from typing import Sequence
 
-from clevr_poc._cli import (ArgumentParser, non_negative_float, open_unit_float, positive_int, run_guarded,
-                            with_checked_outputs)
+from clevr_poc._cli import (ArgumentParser, non_negative_float, open_unit_float, positive_float, positive_int,
+                            run_guarded, with_checked_outputs)
 from clevr_poc.perception.cameras import CAMERA_SOURCES, DEFAULT_CAMERA_SOURCE
 from clevr_poc.perception.devices import DEFAULT_DEVICE
 
@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--attribute-steps", type=positive_int, default=None, metavar="N")
     t.add_argument("--detector-batch", type=positive_int, default=None, metavar="B", help="images per step")
     t.add_argument("--attribute-batch", type=positive_int, default=None, metavar="B", help="objects per step")
+    t.add_argument("--detector-lr", type=positive_float, default=None, metavar="LR",
+                   help="detector peak learning rate (default 2e-3; lower when fine-tuning)")
+    t.add_argument("--attribute-lr", type=positive_float, default=None, metavar="LR",
+                   help="attribute network peak learning rate (default 2e-3; lower when fine-tuning)")
     t.add_argument("--checkpoint-every", type=positive_int, default=None, metavar="N", help="steps between checkpoints")
     t.add_argument("--kinds", default="incomplete,complete", metavar="K,...",
                    help="scene kinds to train on (default: %(default)s; missing images are skipped)")
@@ -100,6 +104,7 @@ def _run_train(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in {
         "seed": args.seed, "detector_steps": args.detector_steps, "attribute_steps": args.attribute_steps,
         "detector_batch": args.detector_batch, "attribute_batch": args.attribute_batch,
+        "detector_lr": args.detector_lr, "attribute_lr": args.attribute_lr,
         "checkpoint_every": args.checkpoint_every,
         "kinds": tuple(k.strip() for k in args.kinds.split(",") if k.strip()), "init": args.init,
         "exposure_jitter": args.exposure_jitter, "gamma_jitter": args.gamma_jitter,
