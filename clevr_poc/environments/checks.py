@@ -1,7 +1,7 @@
 """clingo checks on environments: satisfiability, useless constraints, how many scenes remain.
 
 All checks run clingo in process, time-limited by the shared watchdog
-(:mod:`clevr_poc.reasoning.watchdog`). The program checked is the one that defines the complete scenes
+(:mod:`clevr_poc.solver.watchdog`). The program checked is the one that defines the complete scenes
 of an environment (paper §3.3): background theory (Appendix A, lines 1-43) + ``object(0..N-1)`` + the
 constraints. A complete scene is an answer set of it.
 
@@ -20,7 +20,7 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.environments.templates import Constraint
 from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
-from clevr_poc.reasoning.watchdog import WATCHDOG
+from clevr_poc.solver.watchdog import WATCHDOG
 
 #: An object description: (color, shape, size, material, region).
 Description = tuple[str, str, str, str, int]

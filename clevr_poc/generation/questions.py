@@ -71,7 +71,7 @@ from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
 from clevr_poc.parsing.official_form import to_official_form
 from clevr_poc.question import Question
-from clevr_poc.reasoning.watchdog import solve_brave
+from clevr_poc.solver.watchdog import solve_brave
 from clevr_poc.scene import Scene, SceneObject
 
 __all__ = [

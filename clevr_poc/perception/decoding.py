@@ -33,7 +33,7 @@ from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
 from clevr_poc.knowledge import read_asp
-from clevr_poc.reasoning.watchdog import WATCHDOG
+from clevr_poc.solver.watchdog import WATCHDOG
 from clevr_poc.scene import compute_relationships
 
 #: Costs are ``round(COST_SCALE * -log p)`` (clingo optimises integers): 1000 keeps ratios of

@@ -26,7 +26,7 @@ import clingo
 from clevr_poc import domain
 from clevr_poc.knowledge import read_asp
 from clevr_poc.reasoning.sanitizer import SanitizedQuery
-from clevr_poc.reasoning.watchdog import solve_brave
+from clevr_poc.solver.watchdog import solve_brave
 from clevr_poc.scene import Scene
 
 #: Query variables (objects) a compiled query may use; CLEVR-POC's three-hop questions use 4.

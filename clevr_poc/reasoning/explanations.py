@@ -24,7 +24,7 @@ the set to its new core). Activation literals occur only positively in rule bodi
 off never removes a model and deletion gives a minimal set (Marques-Silva, Janota & Belov, "Minimal
 sets over monotone predicates", CAV 2013, deletion-based MUS extraction).
 
-Every solve is time-limited by the reasoner's ``time_limit`` (:data:`~clevr_poc.reasoning.watchdog.WATCHDOG`).
+Every solve is time-limited by the reasoner's ``time_limit`` (:data:`~clevr_poc.solver.watchdog.WATCHDOG`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
 from clevr_poc.reasoning.sanitizer import SanitizedQuery
-from clevr_poc.reasoning.watchdog import WATCHDOG
+from clevr_poc.solver.watchdog import WATCHDOG
 from clevr_poc.scene import Scene
 
 #: Relation name -> English phrase ("Y is <phrase> X" for ``rel(X, Y)``, see ``asp/answering.lp``).

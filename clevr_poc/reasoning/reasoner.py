@@ -35,7 +35,7 @@ from clevr_poc.question import Question
 from clevr_poc.reasoning.compiled import MAX_SLOTS, EnvironmentSolver, compile_query
 from clevr_poc.reasoning.isolated import solve_brave_isolated
 from clevr_poc.reasoning.sanitizer import MAX_OBJECT_VARIABLES, SanitizedQuery, sanitize_query
-from clevr_poc.reasoning.watchdog import solve_brave
+from clevr_poc.solver.watchdog import solve_brave
 from clevr_poc.scene import Scene
 
 QueryLike = str | Question | SanitizedQuery
