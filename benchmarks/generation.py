@@ -5,20 +5,20 @@ Everything runs through :func:`clevr_poc.executors.map_ordered` on ``--workers``
 on ``--environments`` environments from the dataset's own sampler (N = 5-9 objects, up to 15
 constraints), exactly as ``python -m clevr_poc generate`` (default settings) runs them:
 
-0. *environment set-up*: :func:`~clevr_poc.generation.dataset.prepare_dataset_environments`
+0. *environment set-up*: :func:`~clevr_poc.generation.dataset_writer.prepare_dataset_environments`
    (environments sampled, each one's scene sampler calibrated -- and its Gibbs pool built when it needs
    one -- once, in parallel);
-1. *complete scene graphs*: :meth:`~clevr_poc.generation.scenes.SceneSampler.sample` (attributes and
+1. *complete scene graphs*: :meth:`~clevr_poc.generation.scene_sampler.SceneSampler.sample` (attributes and
    regions, every scene checked by clingo), samplers rebuilt in the workers from the prepared states;
 2. *with layout*: the same plus :func:`~clevr_poc.generation.layout.place_objects`;
-3. *labelled questions*: :func:`~clevr_poc.generation.dataset.generate_example` per question (scene,
+3. *labelled questions*: :func:`~clevr_poc.generation.example_generation.generate_example` per question (scene,
    layout, visibility check from the render camera, hidden object, question, answer labelled by the
    reasoner, retries), without disk writes; the figure's time includes the environment set-up (0.);
 4. *baseline* (same run, same tasks): the reference path -- every worker builds every sampler itself
    and every layout is ray-cast (``ExampleTask(sampler_state=None, exact_visibility=True)``), which is
    what ``generate`` did before the cheap visibility bound and the shared sampler states (the outputs
    are identical: the benchmark checks it question by question);
-5. *dataset*: :func:`~clevr_poc.generation.dataset.generate_dataset` into a temporary folder (writes
+5. *dataset*: :func:`~clevr_poc.generation.dataset_writer.generate_dataset` into a temporary folder (writes
    included; statistics/plots excluded from the rate).
 
 Rates: *wall* = items / wall seconds with ``--workers`` processes (what the machine delivered, process
@@ -45,17 +45,18 @@ import tempfile
 import time
 
 from clevr_poc.executors import map_ordered
-from clevr_poc.generation.dataset import (
-    DatasetConfig, ExampleTask, derive_seed, generate_dataset, generate_example, plan_examples,
-    prepare_dataset_environments,
-)
+from clevr_poc.generation.dataset_config import DatasetConfig
+from clevr_poc.generation.example_generation import ExampleTask, generate_example
+from clevr_poc.seeds import DATASET, derive_seed
+from clevr_poc.generation.dataset_writer import generate_dataset, prepare_dataset_environments
+from clevr_poc.generation.example_plan import plan_examples
 
 PAPER_SCENE_GRAPHS = 1_000_000
 _SAMPLERS: dict = {}
 
 
 def _sampler(environment, state):
-    from clevr_poc.generation.scenes import SceneSampler
+    from clevr_poc.generation.scene_sampler import SceneSampler
 
     key = (environment.id, environment.constraints_asp())
     if key not in _SAMPLERS:
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def scene_tasks(total: int, layout: bool, chunk: int = 500):
         per_env = total // len(environments)
-        return [(env, state, derive_seed(args.seed, "bench", env.id, start, layout), min(chunk, per_env - start),
+        return [(env, state, derive_seed(DATASET, args.seed, "bench", env.id, start, layout), min(chunk, per_env - start),
                  layout)
                 for env, state in zip(environments, states) for start in range(0, per_env, chunk)]
 

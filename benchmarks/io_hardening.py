@@ -78,7 +78,7 @@ def main() -> None:
 
 
 def _generation(root: Path, examples: int) -> None:
-    from clevr_poc.generation.dataset import generate_dataset
+    from clevr_poc.generation.dataset_writer import generate_dataset
 
     real_fsync = os.fsync
     for visibility in ("both", "off"):

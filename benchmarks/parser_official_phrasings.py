@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     import torch
 
     from clevr_poc.dataset_reader import load_dataset
-    from clevr_poc.generation.questions import load_template_file
+    from clevr_poc.generation.template_files import load_template_file
     from clevr_poc.parsing.rewording import by_structure, reword, source_template
     from clevr_poc.parsing.seq2seq import BiLSTMParser
     from clevr_poc.reasoning import Reasoner

@@ -35,8 +35,9 @@ from collections import Counter
 
 from clevr_poc.environments.sampler import sample_environments
 from clevr_poc.generation.layout import PlacementError, place_objects
-from clevr_poc.generation.questions import QuestionGenerator
-from clevr_poc.generation.scenes import SceneSampler, choose_hidden, make_partial
+from clevr_poc.generation.question_generator import QuestionGenerator
+from clevr_poc.generation.scene_sampler import SceneSampler
+from clevr_poc.generation.partial_scenes import choose_hidden, make_partial
 from clevr_poc.reasoning import Reasoner
 
 _MISSING = re.compile(r"missing\(([a-z]+)\)")

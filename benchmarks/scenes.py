@@ -40,7 +40,9 @@ from clevr_poc.environments import Environment
 from clevr_poc.environments.sampler import sample_environments
 from clevr_poc.executors import map_ordered
 from clevr_poc.generation.layout import PlacementError, place_objects
-from clevr_poc.generation.scenes import FIELD_VALUE, SceneSampler, enumerate_scenes, type_id
+from clevr_poc.generation.object_types import FIELD_VALUE, type_id
+from clevr_poc.generation.scene_sampler import SceneSampler
+from clevr_poc.generation.scene_programs import enumerate_scenes
 
 _SAMPLERS: dict = {}
 
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     # 3: layouts
     print("\n== 3. layouts ==")
     layout_rng = random.Random(args.seed)
-    from clevr_poc.generation.scenes import scene_from_types
+    from clevr_poc.generation.object_types import scene_from_types
 
     rejections, restarts, region_restarts, reasons = [], 0, 0, Counter()
     failures = 0

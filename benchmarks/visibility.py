@@ -1,6 +1,6 @@
 """Cost and rejection rate of the generation-time visibility check (``generate``'s default).
 
-1. *dataset*: :func:`~clevr_poc.generation.dataset.generate_dataset` of ``--environments`` x ``--scenes``
+1. *dataset*: :func:`~clevr_poc.generation.dataset_writer.generate_dataset` of ``--environments`` x ``--scenes``
    examples, with the check (scope ``both``, 40 px at 320 x 240) and without (``visibility_check="off"``):
    wall time per example, time spent in the check per example and per layout, layouts checked, rejected,
    scene graphs redrawn, offending objects by reason (from ``stats.json``);
@@ -29,7 +29,7 @@ import random
 import tempfile
 import time
 
-from clevr_poc.generation.dataset import generate_dataset
+from clevr_poc.generation.dataset_writer import generate_dataset
 
 
 def _dataset(root: str, args, check: str) -> dict:
@@ -51,9 +51,10 @@ def _dataset(root: str, args, check: str) -> dict:
 
 
 def _monotonicity(args) -> dict:
-    from clevr_poc.environments.sampler import derived_seed, sample_environment
+    from clevr_poc.environments.sampler import sample_environment
+    from clevr_poc.seeds import ENVIRONMENT, derive_seed
     from clevr_poc.generation.layout import PlacementError, VisibilityCheck, place_objects
-    from clevr_poc.generation.scenes import SceneSampler
+    from clevr_poc.generation.scene_sampler import SceneSampler
     from clevr_poc.rendering import check_visibility
 
     check = VisibilityCheck("both")
@@ -61,7 +62,7 @@ def _monotonicity(args) -> dict:
     rng = random.Random(args.seed)
     complete_ok = violations = partial_checks = decided_by_bound = disagreements = 0
     cpu = fast_cpu = 0.0
-    samplers = [SceneSampler(sample_environment(derived_seed(args.seed + 1, k), env_id=k)) for k in range(3)]
+    samplers = [SceneSampler(sample_environment(derive_seed(ENVIRONMENT, args.seed + 1, k), env_id=k)) for k in range(3)]
     done = 0
     while done < args.layouts:
         sampler = samplers[done % len(samplers)]

@@ -71,7 +71,7 @@ def partial_scene() -> Scene:
 def tiny_dataset(tmp_path_factory):
     """~100 generated questions (2 environments x 50 scenes, seed 7; splits train 0.8 / test 0.2), made
     once per test session; used by the parser tests."""
-    from clevr_poc.generation.dataset import generate_dataset
+    from clevr_poc.generation.dataset_writer import generate_dataset
 
     root = tmp_path_factory.getbasetemp() / "parser_tiny_dataset"
     generate_dataset(root, environments=2, scenes_per_environment=50, seed=7, splits={"train": 0.8, "test": 0.2},

@@ -27,7 +27,7 @@ from clevr_poc.cli import main as clevr_main  # noqa: E402
 from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.errors import FormatError  # noqa: E402
 from clevr_poc.evaluation import evaluate, write_outputs  # noqa: E402
-from clevr_poc.generation.dataset import generate_dataset  # noqa: E402
+from clevr_poc.generation.dataset_writer import generate_dataset  # noqa: E402
 
 RANDOM = EncoderSpec(clip_pretrained=None, gpt2="tiny", seed=0)
 TINY_TRAIN = dict(epochs=3, hidden=(32,), batch_size=2, seed=0)

@@ -107,7 +107,7 @@ def test_gold_ns_vqa_scores_exactly_one_on_a_generated_split(tmp_path):
     """Self-check of the generator, the loader and the reasoner: gold scene + gold ASP reproduces every label."""
     from clevr_poc.dataset_reader import load_dataset
     from clevr_poc.evaluation import score_predictions
-    from clevr_poc.generation.dataset import generate_dataset
+    from clevr_poc.generation.dataset_writer import generate_dataset
 
     out = tmp_path / "data"
     generate_dataset(out, environments=2, scenes_per_environment=4, seed=11, splits={"train": 0.5, "test": 0.5},

@@ -23,10 +23,10 @@ from clevr_poc import domain
 from clevr_poc.cli import main as cli_main
 from clevr_poc.dataset_reader import Example, load_dataset
 from clevr_poc.errors import FormatError
-from clevr_poc.generation.dataset import (
-    DatasetConfig, DatasetConfigError, ExampleResult, generate_dataset, largest_remainder, parse_shares,
-    plan_examples,
-)
+from clevr_poc.generation.dataset_config import DatasetConfig, DatasetConfigError, parse_shares
+from clevr_poc.generation.example_generation import GeneratedExample
+from clevr_poc.generation.dataset_writer import generate_dataset
+from clevr_poc.generation.example_plan import largest_remainder, plan_examples
 from clevr_poc.reasoning import Reasoner
 
 SMALL = dict(environments=2, scenes_per_environment=3, seed=7)
@@ -121,7 +121,7 @@ def test_interrupted_run_resumes_to_the_same_bytes(reference, tmp_path):
     out = tmp_path / "data"
     written = []
 
-    def stop_after_two(result: ExampleResult) -> None:
+    def stop_after_two(result: GeneratedExample) -> None:
         written.append(result.spec)
         if len(written) == 2:
             raise _Stop

@@ -55,7 +55,7 @@ def _one_line_error(result: subprocess.CompletedProcess, status: int, *needles: 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
     """3 questions (1 environment x 3 scenes, no visibility check), written under umask 022."""
-    from clevr_poc.generation.dataset import generate_dataset
+    from clevr_poc.generation.dataset_writer import generate_dataset
 
     root = tmp_path_factory.mktemp("hardening") / "ds"
     old = os.umask(0o022)

@@ -13,7 +13,7 @@ from clevr_poc import ClevrPocError, FormatError, Reasoner, domain
 from clevr_poc.environments import Constraint as C
 from clevr_poc.environments import Environment
 from clevr_poc.generation.layout import PlacementError, place_objects, relationships_consistent
-from clevr_poc.generation.scenes import SceneSampler
+from clevr_poc.generation.scene_sampler import SceneSampler
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
 TRIVIAL_QUERY = "missing(Q) :- hasProperty(X,color,Q)."

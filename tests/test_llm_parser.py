@@ -10,9 +10,8 @@ import pytest
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError, UnsafeProgramError
-from clevr_poc.generation.questions import (
-    _OBJECT_NODES, FAMILIES, VARIABLES, Instance, QuestionGenerator, load_templates,
-)
+from clevr_poc.generation.template_files import OBJECT_NODES, FAMILIES, load_templates
+from clevr_poc.generation.question_generator import VARIABLES, Instance, QuestionGenerator
 from clevr_poc.llm import LLMBackendError, OpenAIChatBackend
 from clevr_poc.llm.testing import ChatCompletionsServer, ServerFailure
 from clevr_poc.parsing.llm_parser import (
@@ -61,7 +60,7 @@ def _variables(template) -> dict[int, str]:
     nodes = template.nodes
     consumer = {j: i for i, n in enumerate(nodes) for j in n.inputs}
     query_object = nodes[-1].inputs[0]
-    objects = [i for i, n in enumerate(nodes) if n.type in _OBJECT_NODES]
+    objects = [i for i, n in enumerate(nodes) if n.type in OBJECT_NODES]
     distance = {i: QuestionGenerator._distance(nodes, consumer, i, query_object) for i in objects}
     return {i: VARIABLES[k] for k, i in enumerate(sorted(objects, key=lambda i: (distance[i], -i)))}
 

@@ -136,7 +136,7 @@ def test_reword_fills_every_variant_of_the_same_structure_with_the_questions_val
 
     from clevr_poc import domain
     from clevr_poc.dataset_reader import load_dataset
-    from clevr_poc.generation.questions import load_templates
+    from clevr_poc.generation.template_files import load_templates
     from clevr_poc.parsing.rewording import by_structure, reword, source_template, template_values
 
     templates = load_templates()

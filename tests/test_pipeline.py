@@ -291,7 +291,7 @@ def test_pipeline_input_from_a_dataset_example():
 # ---------------------------------------------------------------------- a pipeline is an evaluator model
 @pytest.fixture(scope="module")
 def tiny_dataset(tmp_path_factory):
-    from clevr_poc.generation.dataset import generate_dataset
+    from clevr_poc.generation.dataset_writer import generate_dataset
 
     out = tmp_path_factory.mktemp("tiny") / "data"
     generate_dataset(out, environments=2, scenes_per_environment=2, seed=3, splits={"test": 1.0}, progress=False)

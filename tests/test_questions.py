@@ -11,10 +11,12 @@ import pytest
 
 from clevr_poc import FormatError, domain
 from clevr_poc.environments import Constraint as C, Environment
-from clevr_poc.generation.questions import (
-    FAMILIES, AnswerBalancer, InconsistentSceneError, Instance, QuestionGenerator, TemplateNotApplicable,
-    hidden_candidates, load_template_file, load_templates, tidy_text,
+from clevr_poc.generation.template_files import FAMILIES, load_template_file, load_templates
+from clevr_poc.generation.answer_balancer import AnswerBalancer
+from clevr_poc.generation.question_generator import (
+    InconsistentSceneError, Instance, QuestionGenerator, TemplateNotApplicable, tidy_text,
 )
+from clevr_poc.generation.candidate_objects import hidden_candidates
 from clevr_poc.reasoning import Reasoner, sanitize_query
 from clevr_poc.scene import Scene, SceneObject as O, compute_relationships
 
@@ -370,8 +372,9 @@ def test_hidden_candidates_scene_check_equals_clingo():
 
     from clevr_poc.environments import sample_environments
     from clevr_poc.generation.layout import place_objects
-    from clevr_poc.generation.questions import hidden_candidates
-    from clevr_poc.generation.scenes import SceneSampler, make_partial
+    from clevr_poc.generation.candidate_objects import hidden_candidates
+    from clevr_poc.generation.scene_sampler import SceneSampler
+    from clevr_poc.generation.partial_scenes import make_partial
 
     rng = _random.Random(7)
     compared = 0

@@ -14,8 +14,9 @@ import pytest
 from clevr_poc import domain
 from clevr_poc.environments import sample_environments
 from clevr_poc.generation.layout import PlacementError, place_objects
-from clevr_poc.generation.questions import QuestionGenerator
-from clevr_poc.generation.scenes import SceneSampler, choose_hidden, make_partial
+from clevr_poc.generation.question_generator import QuestionGenerator
+from clevr_poc.generation.scene_sampler import SceneSampler
+from clevr_poc.generation.partial_scenes import choose_hidden, make_partial
 from clevr_poc.reasoning import Reasoner
 
 

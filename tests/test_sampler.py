@@ -10,9 +10,10 @@ from clevr_poc import domain
 from clevr_poc.environments import TEMPLATES_BY_NAME, Constraint, Environment
 from clevr_poc.environments import sampler
 from clevr_poc.environments.checks import EnvironmentChecker, is_satisfiable
-from clevr_poc.environments.sampler import (EnvironmentSamplingError, derived_seed, sample_environment,
+from clevr_poc.environments.sampler import (EnvironmentSamplingError, sample_environment,
                                             sample_environments)
 from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.seeds import ENVIRONMENT, derive_seed
 
 SEEDS = range(40)
 
@@ -83,7 +84,7 @@ def test_sample_environments_uses_derived_seeds_independent_of_count():
     two = sample_environments(2, seed=11)
     assert [e.id for e in three] == [0, 1, 2]
     assert two == three[:2]
-    assert three[1] == sample_environment(derived_seed(11, 1), env_id=1)
+    assert three[1] == sample_environment(derive_seed(ENVIRONMENT, 11, 1), env_id=1)
     assert sample_environments(0, seed=11) == []
 
 

@@ -12,8 +12,12 @@ import pytest
 from clevr_poc import ClevrPocError, UnsatisfiableError
 from clevr_poc.environments import Constraint as C
 from clevr_poc.environments import Environment
-from clevr_poc.generation import scenes as gs
-from clevr_poc.generation.scenes import SceneSampler, choose_hidden, enumerate_scenes, make_partial, type_id
+from clevr_poc.generation.object_types import NUM_TYPES, type_object
+from clevr_poc.generation.scene_programs import random_models
+from clevr_poc.generation.scene_sampler import SceneSampler
+from clevr_poc.generation.partial_scenes import choose_hidden, make_partial
+from clevr_poc.generation.scene_programs import enumerate_scenes
+from clevr_poc.generation.object_types import type_id
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
 # Few object types (16 after the one-object constraints), so every complete scene can be enumerated.
@@ -171,12 +175,12 @@ def test_sample_many_is_deterministic_and_valid():
 
 def test_random_models_are_diverse_complete_scenes_and_deterministic():
     env = counting_environment()
-    models = gs.random_models(env, 6, seed=4)
+    models = random_models(env, 6, seed=4)
     assert len(models) == 6
     sampler = SceneSampler(env, calibration_proposals=0)
     assert all(sampler._program.is_scene(m) for m in models)
     assert len({tuple(m) for m in models}) == 6
-    assert [tuple(m) for m in gs.random_models(env, 6, seed=4)] == [tuple(m) for m in models]
+    assert [tuple(m) for m in random_models(env, 6, seed=4)] == [tuple(m) for m in models]
 
 
 def test_mcmc_fallback_when_rejection_budget_runs_out():
@@ -220,8 +224,8 @@ def test_bad_arguments():
 
 def test_type_ids_round_trip():
     obj = SceneObject("cyan", "cone", "medium", "metal", 3)
-    assert gs.type_object(type_id(obj)) == obj
-    assert sorted({type_id(gs.type_object(t)) for t in range(gs.NUM_TYPES)}) == list(range(768))
+    assert type_object(type_id(obj)) == obj
+    assert sorted({type_id(type_object(t)) for t in range(NUM_TYPES)}) == list(range(768))
 
 
 def test_make_partial_and_choose_hidden():

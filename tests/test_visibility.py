@@ -17,7 +17,8 @@ import pytest
 
 from clevr_poc.cli import main as cli_main
 from clevr_poc.errors import FormatError
-from clevr_poc.generation.dataset import DatasetConfigError, generate_dataset
+from clevr_poc.generation.dataset_config import DatasetConfigError
+from clevr_poc.generation.dataset_writer import generate_dataset
 from clevr_poc.generation.layout import VisibilityCheck
 from clevr_poc.rendering import check_visibility
 from clevr_poc.rendering.dataset import image_seed, plan_tasks
@@ -83,9 +84,10 @@ def test_cheap_bound_is_conservative_and_gives_the_full_checks_decisions():
     (thresholds 40 and 300 px: accepted and rejected ones, both scopes)."""
     import random
 
-    from clevr_poc.environments.sampler import derived_seed, sample_environment
+    from clevr_poc.environments.sampler import sample_environment
+    from clevr_poc.seeds import ENVIRONMENT, derive_seed
     from clevr_poc.generation.layout import PlacementError, place_objects, visible_pixel_bounds
-    from clevr_poc.generation.scenes import SceneSampler
+    from clevr_poc.generation.scene_sampler import SceneSampler
     from clevr_poc.rendering.render import scene_camera, scene_meshes
 
     camera = scene_camera(11)
@@ -99,7 +101,7 @@ def test_cheap_bound_is_conservative_and_gives_the_full_checks_decisions():
     rejected = VisibilityCheck().check(BEHIND, 2, camera_seed=11, exact_pixels=False)
     assert (rejected.ok, rejected.image, rejected.offending) == (False, "complete", ((1, 0, "occluded"),))
 
-    sampler = SceneSampler(sample_environment(derived_seed(3, 0), env_id=0))
+    sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 3, 0), env_id=0))
     rng = random.Random(4)
     decided = rejected = 0
     for trial in range(40):

@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     total = args.environments * args.questions
     _say(f"[1/4] generating {args.environments} environments x {args.questions} questions into {dataset_dir}")
     clock = time.perf_counter()
-    from clevr_poc.generation.dataset import generate_dataset
+    from clevr_poc.generation.dataset_writer import generate_dataset
 
     generate_dataset(dataset_dir, environments=args.environments, scenes_per_environment=args.questions,
                      seed=args.seed, splits={SPLIT: 1.0}, progress=progress)

@@ -1,6 +1,6 @@
 """``python -m clevr_poc generate``: write a CLEVR-POC dataset (environments, scenes, labelled questions).
 
-A thin shell over :func:`clevr_poc.generation.dataset.generate_dataset` (see there for the layout,
+A thin shell over :func:`clevr_poc.generation.dataset_writer.generate_dataset` (see there for the layout,
 determinism, resuming and the visibility check). Running the same command again on the same folder
 finishes an interrupted run (removing the temp files a hard kill left); a folder generated with other
 settings is refused. Bad values (``--splits train=abc``, a negative count, an unknown executor, a count
@@ -88,7 +88,7 @@ GENERATE_MODULES: tuple[str, ...] = ("tqdm", "matplotlib", "scipy")
 def _integer(text: str, option: str, minimum: int | None = None, cap: str | None = None) -> int:
     """``text`` as an integer >= ``minimum`` and <= the cap ``cap`` of :mod:`clevr_poc.limits`."""
     from clevr_poc import limits
-    from clevr_poc.generation.dataset import DatasetConfigError
+    from clevr_poc.generation.dataset_config import DatasetConfigError
 
     try:
         value = int(str(text).strip())
@@ -113,11 +113,12 @@ def _require_generate_extra() -> None:
 
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.executors import EXECUTORS
-    from clevr_poc.generation.dataset import DatasetConfigError, generate_dataset, parse_shares
+    from clevr_poc.generation.dataset_config import DatasetConfigError, parse_shares
+    from clevr_poc.generation.dataset_writer import generate_dataset
     from clevr_poc.rendering.render import DEFAULT_SAMPLES, RenderError, bpy_available
 
     from clevr_poc._cli import check_output_folder
-    from clevr_poc.generation.dataset import check_generation_caps
+    from clevr_poc.generation.dataset_config import check_generation_caps
 
     environments = _integer(args.environments, "--environments", 1, "environments")
     scenes = _integer(args.scenes_per_environment, "--scenes-per-environment", 1, "examples")

@@ -33,7 +33,6 @@ no check hits its time limit (a timed-out check rejects the candidate; the check
 
 from __future__ import annotations
 
-import hashlib
 import random
 from typing import Any, Mapping
 
@@ -42,6 +41,7 @@ from clevr_poc.environments.checks import EnvironmentChecker
 from clevr_poc.environments.environment import Environment
 from clevr_poc.environments.templates import TEMPLATES, TEMPLATES_BY_NAME, Constraint
 from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError
+from clevr_poc.seeds import ENVIRONMENT, derive_seed
 
 #: Relative template weights used when ``template_weights`` is not given. Every template is drawn.
 DEFAULT_TEMPLATE_WEIGHTS: Mapping[str, float] = {
@@ -122,13 +122,7 @@ def sample_environments(count: int, seed: int, **kw: Any) -> list[Environment]:
         raise FormatError("count must be >= 0", field="count", value=count)
     if "env_id" in kw:
         raise FormatError("env_id is set by sample_environments (0..count-1)", field="env_id", value=kw["env_id"])
-    return [sample_environment(derived_seed(seed, k), env_id=k, **kw) for k in range(count)]
-
-
-def derived_seed(seed: int, index: int) -> int:
-    """The seed of environment ``index`` in :func:`sample_environments` (64-bit, from SHA-256)."""
-    digest = hashlib.sha256(f"clevr-poc/environment/{seed}/{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
+    return [sample_environment(derive_seed(ENVIRONMENT, seed, k), env_id=k, **kw) for k in range(count)]
 
 
 # ---------------------------------------------------------------------- internals

@@ -2,7 +2,7 @@
 
 Everything is computed from the files on disk (so a resumed run reports the whole dataset) and is
 deterministic: ``stats.json``, ``figures/*.png`` and ``README.md`` are byte-identical for the same
-settings. Timings are not written (they are in :class:`~clevr_poc.generation.dataset.DatasetSummary`).
+settings. Timings are not written (they are in :class:`~clevr_poc.generation.dataset_writer.DatasetSummary`).
 
 ``stats.json`` keys:
 
@@ -46,7 +46,7 @@ def compute_stats(out_dir: Path, config, environments: Sequence[Environment], sp
     Raises:
         FormatError: a question file is missing or malformed.
     """
-    from clevr_poc.generation.questions import load_templates
+    from clevr_poc.generation.template_files import load_templates
     from clevr_poc.question import Question
 
     by_attribute: dict[str, Counter[str]] = {"all": Counter()}

@@ -10,7 +10,7 @@ examples". :class:`LLMParser` does the same with any chat backend (:class:`clevr
    ``same_P(Y, X), X != Y`` form of "the other ... with the same P as ...", the CLEVR synonyms), then the
    28 examples as chat turns (user ``Question: ...`` / assistant ``### <ASP> ###``, the paper's ``###``
    delimiters), then the question. The examples (:data:`FEWSHOT_EXAMPLES_FILE`) are our own: one per
-   question template of :mod:`clevr_poc.generation.questions` (6 families, 4 query attributes), each checked
+   question template of :mod:`clevr_poc.generation.template_files` (6 families, 4 query attributes), each checked
    by the tests to be the query the generator writes for its question.
 2. **Extraction** (:func:`extract_query`): the content of the first ``###...###`` block, else of the first
    ``` fence, must be exactly one rule; without either, the first rule whose head is

@@ -19,9 +19,8 @@ from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
 from clevr_poc.errors import FormatError
-from clevr_poc.generation.questions import (
-    DESCRIPTION_ORDER, Instance, QuestionGenerator, QuestionTemplate, load_templates,
-)
+from clevr_poc.generation.template_files import DESCRIPTION_ORDER, QuestionTemplate, load_templates
+from clevr_poc.generation.question_generator import Instance, QuestionGenerator
 from clevr_poc.question import Question
 
 __all__ = ["Structure", "by_structure", "reword", "source_template", "structure", "template_values"]

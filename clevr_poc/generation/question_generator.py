@@ -45,75 +45,36 @@ calling the Reasoner (the official answer contains the intended one). When even 
 all of the hidden object's other attributes and its region fill the domain, no template can succeed and
 ``generate`` returns None at once. Gold answers always come from the Reasoner.
 
-Templates are CLEVR template JSON (``text`` variants with ``<Z> <C> <M> <S> <R>`` slots and optional
-``[words]``, ``nodes``, ``params``, ``constraints``), written for this project, shipped as package data
-in ``clevr_poc/generation/question_templates/``. ``question_family_index`` is, as in CLEVR's generator,
-the index of the template **within its file** (``template_filename``).
+Templates: :mod:`clevr_poc.generation.template_files`; answer balancing:
+:mod:`clevr_poc.generation.answer_balancer`; the hidden object's candidates:
+:mod:`clevr_poc.generation.candidate_objects`.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import clingo
-import numpy as np
-
 from clevr_poc import domain
-from clevr_poc._io import read_json
 from clevr_poc.environments.environment import Environment
-from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError
-from clevr_poc.knowledge import read_asp
+from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.generation.answer_balancer import AnswerBalancer
+from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate, hidden_candidates
+from clevr_poc.generation.template_files import (
+    DESCRIPTION_ORDER, OBJECT_NODES, OPTIONAL_WORDS, TEXT_SLOT, QuestionTemplate, TemplateNode, load_templates,
+)
 from clevr_poc.parsing.official_form import to_official_form
 from clevr_poc.question import Question
-from clevr_poc.solver.watchdog import solve_brave
 from clevr_poc.scene import Scene, SceneObject
-
-__all__ = [
-    "FAMILIES", "QUERY_ATTRIBUTE_SHARES", "TEMPLATE_DIR", "AnswerBalancer", "Candidate", "InconsistentSceneError",
-    "Instance", "QuestionGenerator", "QuestionTemplate", "TemplateConstraint", "TemplateNode",
-    "TemplateNotApplicable", "TemplateParam", "hidden_candidates", "load_template_file", "load_templates",
-    "parse_template", "tidy_text",
-]
-
-#: A possible look of the hidden object: (color, shape, size, material, region).
-Candidate = tuple[str, str, str, str, int]
-_CANDIDATE_FIELD = {"color": 0, "shape": 1, "size": 2, "material": 3, "region": 4}
-
-#: The six CLEVR families CLEVR-POC uses (paper Appendix B, Fig. 6a), in file order.
-FAMILIES: tuple[str, ...] = ("zero_hop", "one_hop", "two_hop", "three_hop", "single_and", "same_relate")
-
-#: Folder of the packaged templates.
-TEMPLATE_DIR: Path = Path(__file__).resolve().parent / "question_templates"
 
 #: Default shares of query attributes (paper Appendix B: 40/40/10/10 for color/shape/size/material).
 QUERY_ATTRIBUTE_SHARES: Mapping[str, float] = {"color": 0.4, "shape": 0.4, "size": 0.1, "material": 0.1}
 
-#: Template parameter types -> attribute (or ``"relation"``).
-PARAM_TYPES: Mapping[str, str] = {
-    "Size": "size", "Color": "color", "Material": "material", "Shape": "shape", "Relation": "relation",
-}
-#: Attribute slots of an object description, in CLEVR order (``<Z> <C> <M> <S>``).
-DESCRIPTION_ORDER: tuple[str, ...] = ("size", "color", "material", "shape")
-_DESCRIPTION_TYPES = ("Size", "Color", "Material", "Shape")
-
-_OBJECT_NODES = ("filter_unique", "relate_filter_unique")
-_SET_NODES = ("scene", "relate", "intersect") + tuple(f"same_{a}" for a in domain.ATTRIBUTES)
-_QUERY_NODES = tuple(f"query_{a}" for a in domain.ATTRIBUTES)
-NODE_TYPES: tuple[str, ...] = _OBJECT_NODES + _SET_NODES + _QUERY_NODES
-CONSTRAINT_TYPES: tuple[str, ...] = ("NULL", "OUT_NEQ")
-
 #: ASP variable names: the query object is X, references follow by distance from it.
 VARIABLES: tuple[str, ...] = ("X", "Y", "Z", "W", "V", "U", "T")
-
-_PARAM_NAME = re.compile(r"^<[A-Z][0-9]*>$")
-_SLOT = re.compile(r"<[^<>]*>")
-_OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
 
 
 class InconsistentSceneError(ClevrPocError):
@@ -121,363 +82,6 @@ class InconsistentSceneError(ClevrPocError):
     the reasoner's answer (a bug in the scene, its relationships or the environment)."""
 
 
-# ====================================================================== templates
-@dataclass(frozen=True)
-class TemplateNode:
-    """One node of a template program.
-
-    Attributes:
-        type: one of :data:`NODE_TYPES`.
-        inputs: indices of earlier nodes.
-        side_inputs: parameter names (``"<Z2>"``, ``"<R>"``, ...).
-    """
-
-    type: str
-    inputs: tuple[int, ...] = ()
-    side_inputs: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": self.type, "inputs": list(self.inputs)}
-        if self.side_inputs:
-            data["side_inputs"] = list(self.side_inputs)
-        return data
-
-
-@dataclass(frozen=True)
-class TemplateParam:
-    """A template parameter: ``name`` like ``"<C2>"``, ``type`` a key of :data:`PARAM_TYPES`."""
-
-    name: str
-    type: str
-
-    @property
-    def attribute(self) -> str:
-        """``"size"``, ``"color"``, ``"material"``, ``"shape"`` or ``"relation"``."""
-        return PARAM_TYPES[self.type]
-
-
-@dataclass(frozen=True)
-class TemplateConstraint:
-    """``NULL`` (params: names that must stay empty) or ``OUT_NEQ`` (params: two node indices whose
-    outputs on the complete scene must differ)."""
-
-    type: str
-    params: tuple[Any, ...]
-
-
-@dataclass(frozen=True)
-class QuestionTemplate:
-    """A validated question template (CLEVR template format).
-
-    Attributes:
-        family: file stem, e.g. ``"one_hop"``.
-        filename: e.g. ``"one_hop.json"`` (``template_filename`` of generated questions).
-        index: position in its file (``question_family_index``).
-        text: text variants.
-        nodes, params, constraints: the program and its parameters.
-        query_attribute: the attribute the template asks about.
-        null_params: names of ``NULL``-constrained parameters.
-    """
-
-    family: str
-    filename: str
-    index: int
-    text: tuple[str, ...]
-    nodes: tuple[TemplateNode, ...]
-    params: tuple[TemplateParam, ...]
-    constraints: tuple[TemplateConstraint, ...]
-    query_attribute: str
-    null_params: frozenset[str] = frozenset()
-
-    @property
-    def id(self) -> str:
-        """``"<filename>#<index>"``."""
-        return f"{self.filename}#{self.index}"
-
-    @property
-    def param_types(self) -> dict[str, str]:
-        return {p.name: p.type for p in self.params}
-
-    def to_json(self) -> dict[str, Any]:
-        """The CLEVR template JSON object."""
-        return {
-            "text": list(self.text),
-            "nodes": [n.to_json() for n in self.nodes],
-            "params": [{"type": p.type, "name": p.name} for p in self.params],
-            "constraints": [{"type": c.type, "params": list(c.params)} for c in self.constraints],
-        }
-
-
-def _node_kind(node_type: str) -> str:
-    if node_type in _OBJECT_NODES:
-        return "object"
-    if node_type in _QUERY_NODES:
-        return "query"
-    return "set"
-
-
-def parse_template(data: Any, *, source: object = None, index: int = 0, family: str = "custom") -> QuestionTemplate:
-    """Validate one template JSON object.
-
-    Raises:
-        FormatError: naming ``source`` and the field (``[index].nodes[3].inputs`` etc.).
-    """
-    where = f"[{index}]"
-
-    def fail(message: str, fld: str, value: object = None) -> FormatError:
-        return FormatError(message, source=source, field=f"{where}.{fld}" if fld else where, value=value)
-
-    if not isinstance(data, Mapping):
-        raise fail("a template must be a JSON object", "", type(data).__name__)
-    for key in ("text", "nodes", "params"):
-        if key not in data:
-            raise fail("missing key", key)
-    unknown = sorted(set(data) - {"text", "nodes", "params", "constraints"})
-    if unknown:
-        raise fail("unknown key(s)", "", unknown)
-
-    # ---- params
-    raw_params = data["params"]
-    if not isinstance(raw_params, list):
-        raise fail("must be a list", "params", raw_params)
-    params: list[TemplateParam] = []
-    for i, p in enumerate(raw_params):
-        if not isinstance(p, Mapping) or set(p) != {"type", "name"}:
-            raise fail('must be {"type": ..., "name": ...}', f"params[{i}]", p)
-        if p["type"] not in PARAM_TYPES:
-            raise fail(f"unknown parameter type; expected one of {list(PARAM_TYPES)}", f"params[{i}].type", p["type"])
-        if not isinstance(p["name"], str) or not _PARAM_NAME.match(p["name"]):
-            raise fail("parameter names look like <Z2>", f"params[{i}].name", p["name"])
-        params.append(TemplateParam(p["name"], p["type"]))
-    names = [p.name for p in params]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise fail("duplicate parameter names", "params", duplicates)
-    types = {p.name: p.type for p in params}
-
-    # ---- nodes
-    raw_nodes = data["nodes"]
-    if not isinstance(raw_nodes, list) or not raw_nodes:
-        raise fail("must be a non-empty list", "nodes", raw_nodes)
-    nodes: list[TemplateNode] = []
-    used_by: Counter[int] = Counter()
-    used_params: Counter[str] = Counter()
-    for i, n in enumerate(raw_nodes):
-        fld = f"nodes[{i}]"
-        if not isinstance(n, Mapping) or "type" not in n or not set(n) <= {"type", "inputs", "side_inputs"}:
-            raise fail('must be {"type", "inputs", "side_inputs"}', fld, n)
-        node_type = n["type"]
-        if node_type not in NODE_TYPES:
-            raise fail(f"unknown node type; expected one of {list(NODE_TYPES)}", f"{fld}.type", node_type)
-        inputs = n.get("inputs", [])
-        side = n.get("side_inputs", [])
-        if not isinstance(inputs, list) or not all(isinstance(j, int) and not isinstance(j, bool) and 0 <= j < i
-                                                    for j in inputs):
-            raise fail(f"must list indices of earlier nodes (0..{i - 1})", f"{fld}.inputs", inputs)
-        if not isinstance(side, list) or not all(isinstance(s, str) for s in side):
-            raise fail("must be a list of parameter names", f"{fld}.side_inputs", side)
-        for s in side:
-            if s not in types:
-                raise fail("undeclared parameter", f"{fld}.side_inputs", s)
-        input_kinds = [_node_kind(nodes[j].type) for j in inputs]
-        kind = node_type if node_type in ("scene", "intersect", "relate") else _node_kind(node_type)
-        if node_type.startswith("same_"):
-            kind = "same"
-        expected: dict[str, tuple[list[str], list[str]]] = {
-            "scene": ([], []),
-            "filter_unique": (["set"], list(_DESCRIPTION_TYPES)),
-            "relate_filter_unique": (["object"], ["Relation", *_DESCRIPTION_TYPES]),
-            "relate": (["object"], ["Relation"]),
-            "intersect": (["set", "set"], []),
-            "same": (["object"], []),
-            "query": (["object"], []),
-        }
-        want_inputs, want_side = expected[kind if kind != "object" else node_type]
-        if input_kinds != want_inputs:
-            raise fail(f"{node_type} takes inputs of kinds {want_inputs}", f"{fld}.inputs", inputs)
-        if [types[s] for s in side] != want_side:
-            raise fail(f"{node_type} takes side inputs of types {want_side}", f"{fld}.side_inputs", side)
-        used_by.update(inputs)
-        used_params.update(side)
-        nodes.append(TemplateNode(node_type, tuple(inputs), tuple(side)))
-    query_nodes = [i for i, n in enumerate(nodes) if n.type in _QUERY_NODES]
-    if query_nodes != [len(nodes) - 1]:
-        raise fail("exactly one query_<attribute> node, the last one", "nodes", [nodes[i].type for i in query_nodes])
-    for i in range(len(nodes) - 1):
-        if used_by[i] != 1:
-            raise fail("every node but the last must be the input of exactly one later node (a tree)",
-                       f"nodes[{i}]", used_by[i])
-    for name in names:
-        if used_params[name] != 1:
-            raise fail("every parameter must be a side input of exactly one node", "params", name)
-    query_attribute = nodes[-1].type[len("query_"):]
-
-    # ---- constraints
-    raw_constraints = data.get("constraints", [])
-    if not isinstance(raw_constraints, list):
-        raise fail("must be a list", "constraints", raw_constraints)
-    constraints: list[TemplateConstraint] = []
-    null_params: set[str] = set()
-    for i, c in enumerate(raw_constraints):
-        fld = f"constraints[{i}]"
-        if not isinstance(c, Mapping) or set(c) != {"type", "params"} or not isinstance(c["params"], list):
-            raise fail('must be {"type": ..., "params": [...]}', fld, c)
-        if c["type"] not in CONSTRAINT_TYPES:
-            raise fail(f"unknown constraint type; expected one of {list(CONSTRAINT_TYPES)}", f"{fld}.type", c["type"])
-        if c["type"] == "NULL":
-            for p in c["params"]:
-                if p not in types or types[p] == "Relation":
-                    raise fail("NULL takes declared attribute parameters", f"{fld}.params", p)
-            null_params.update(c["params"])
-        else:
-            ps = c["params"]
-            if len(ps) != 2 or not all(isinstance(j, int) and not isinstance(j, bool) and 0 <= j < len(nodes)
-                                       and _node_kind(nodes[j].type) == "set" for j in ps):
-                raise fail("OUT_NEQ takes two indices of set-valued nodes", f"{fld}.params", ps)
-        constraints.append(TemplateConstraint(c["type"], tuple(c["params"])))
-
-    # ---- semantic checks: never name the queried / compared attribute
-    def slot_of(node: TemplateNode, attribute: str) -> str:
-        side = node.side_inputs[-4:]
-        return side[DESCRIPTION_ORDER.index(attribute)]
-
-    query_object = nodes[nodes[-1].inputs[0]]
-    if slot_of(query_object, query_attribute) not in null_params:
-        raise fail(f"the query object's {query_attribute} parameter must be NULL (it is the answer)", "constraints",
-                   slot_of(query_object, query_attribute))
-    for i, node in enumerate(nodes):
-        if node.type.startswith("same_"):
-            attribute = node.type[len("same_"):]
-            consumer = next(n for n in nodes if i in n.inputs)
-            if consumer.type != "filter_unique":
-                raise fail(f"the output of {node.type} must go into a filter_unique", f"nodes[{i}]", consumer.type)
-            for obj_node in (nodes[node.inputs[0]], consumer):
-                if slot_of(obj_node, attribute) not in null_params:
-                    raise fail(f"same_{attribute}: both objects' {attribute} parameters must be NULL", "constraints",
-                               slot_of(obj_node, attribute))
-
-    # ---- text
-    raw_text = data["text"]
-    if not isinstance(raw_text, list) or not raw_text:
-        raise fail("must be a non-empty list of strings", "text", raw_text)
-    for i, t in enumerate(raw_text):
-        fld = f"text[{i}]"
-        if not isinstance(t, str) or not t.strip():
-            raise fail("must be a non-empty string", fld, t)
-        stripped = _OPTIONAL.sub("", t)
-        if "[" in stripped or "]" in stripped:
-            raise fail("unbalanced or nested [optional words]", fld, t)
-        slots = _SLOT.findall(t)
-        for s in slots:
-            if s not in types:
-                raise fail("slot is not a declared parameter", fld, s)
-        counts = Counter(slots)
-        missing = [n for n in names if counts[n] != 1]
-        if missing:
-            raise fail("every parameter must appear exactly once in every text variant", fld, missing)
-        for optional in _OPTIONAL.findall(t):
-            if _SLOT.search(optional):
-                raise fail("[optional words] may not hold a slot", fld, optional)
-    return QuestionTemplate(family, f"{family}.json", index, tuple(raw_text), tuple(nodes), tuple(params),
-                            tuple(constraints), query_attribute, frozenset(null_params))
-
-
-def load_template_file(path: str | os.PathLike[str]) -> list[QuestionTemplate]:
-    """Read and validate one template file (a JSON list of templates; family = file stem).
-
-    Raises:
-        FormatError: unreadable file, bad JSON, or a bad template (names file and field).
-    """
-    path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, list) or not data:
-        raise FormatError("a template file must hold a non-empty JSON list of templates", source=path,
-                          value=type(data).__name__)
-    family = path.stem
-    templates = [parse_template(t, source=path, index=i, family=family) for i, t in enumerate(data)]
-    return [QuestionTemplate(t.family, path.name, t.index, t.text, t.nodes, t.params, t.constraints,
-                             t.query_attribute, t.null_params) for t in templates]
-
-
-def load_templates(directory: str | os.PathLike[str] | None = None) -> list[QuestionTemplate]:
-    """All templates of a folder: the packaged 28 by default (6 families, :data:`FAMILIES` order).
-
-    Files of :data:`FAMILIES` come first in that order, then any other ``*.json`` by name.
-
-    Raises:
-        FormatError: missing folder, a missing family file in the packaged folder, or a bad file.
-    """
-    folder = TEMPLATE_DIR if directory is None else Path(directory)
-    if not folder.is_dir():
-        raise FormatError("template folder not found", source=folder)
-    files = {p.stem: p for p in folder.glob("*.json")}
-    if directory is None:
-        for family in FAMILIES:
-            if family not in files:
-                raise FormatError("packaged template file missing (broken installation?)",
-                                  source=folder / f"{family}.json")
-    order = [f for f in FAMILIES if f in files] + sorted(f for f in files if f not in FAMILIES)
-    if not order:
-        raise FormatError("no *.json template files", source=folder)
-    templates: list[QuestionTemplate] = []
-    for stem in order:
-        templates.extend(load_template_file(files[stem]))
-    return templates
-
-
-# ====================================================================== answer balancing
-class AnswerBalancer:
-    """Rejects over-represented answer sets (paper Appendix B, Fig. 7: no answer set should dominate).
-
-    Per query attribute it counts the answer sets kept so far. With ``n`` kept questions and ``k`` distinct
-    answer sets seen, the *fair count* is ``n / (k + 1)`` (the ``+ 1`` stands for the sets not seen yet).
-    A new question whose answer set has ``c > tolerance * fair`` kept questions is accepted with probability
-    ``tolerance * fair / c``; sets never seen, and everything before ``warmup`` questions of the attribute,
-    are always accepted. Deterministic given the ``random.Random`` passed in (one ``rng.random()`` call per
-    probabilistic decision, none otherwise).
-
-    Args:
-        tolerance: how many times the fair count a set may reach before rejections start (>= 1).
-        warmup: questions per attribute before balancing starts (>= 0).
-    """
-
-    def __init__(self, tolerance: float = 1.5, warmup: int = 10) -> None:
-        if tolerance < 1:
-            raise ValueError(f"tolerance must be >= 1, got {tolerance}")
-        if warmup < 0:
-            raise ValueError(f"warmup must be >= 0, got {warmup}")
-        self.tolerance = float(tolerance)
-        self.warmup = int(warmup)
-        self.counts: dict[str, Counter[frozenset[str]]] = {a: Counter() for a in domain.ATTRIBUTES}
-
-    def acceptance_probability(self, attribute: str, answer: Iterable[str]) -> float:
-        """Probability in (0, 1] of keeping a question with this answer set."""
-        answer = frozenset(answer)
-        counts = self.counts[attribute]
-        n = sum(counts.values())
-        have = counts.get(answer, 0)
-        if n < self.warmup or have == 0:
-            return 1.0
-        allowed = self.tolerance * n / (len(counts) + 1)
-        return 1.0 if have <= allowed else allowed / have
-
-    def offer(self, attribute: str, answer: Iterable[str], rng: random.Random) -> bool:
-        """Decide whether to keep the question; records the answer set when kept."""
-        answer = frozenset(answer)
-        p = self.acceptance_probability(attribute, answer)
-        keep = p >= 1.0 or rng.random() < p
-        if keep:
-            self.record(attribute, answer)
-        return keep
-
-    def record(self, attribute: str, answer: Iterable[str]) -> None:
-        """Count a kept question (e.g. when resuming from questions already written)."""
-        if attribute not in self.counts:
-            raise KeyError(f"unknown attribute {attribute!r}")
-        self.counts[attribute][frozenset(answer)] += 1
-
-
-# ====================================================================== instantiation
 class TemplateNotApplicable(ClevrPocError):
     """This instantiation attempt cannot satisfy the template on this scene (no reference object in the
     drawn relation, no unique description, an ``OUT_NEQ`` constraint fails); the generator tries again."""
@@ -500,82 +104,6 @@ class Instance:
     variables: dict[int, str] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
     outputs: dict[int, Any] = field(default_factory=dict)
-
-
-def _silent(code: clingo.MessageCode, message: str) -> None:  # grounder infos are not errors
-    return None
-
-
-_SCENE_CHECKS: dict[str, tuple] = {}
-
-
-def _candidates_by_scene_check(environment: Environment, partial: Scene) -> frozenset[Candidate] | None:
-    """:func:`hidden_candidates` by the scene sampler's vectorised constraint check
-    (:class:`~clevr_poc.generation.scenes.SceneCheck`): the allowed object types (one-object
-    constraints, computed once per environment by clingo) that can join the visible objects (distinct
-    objects, region capacity, counting templates). About a hundred times faster than enumerating the
-    candidates with clingo; ``tests/test_questions.py`` checks both agree. None when it does not apply
-    (object count differs from N-1)."""
-    from clevr_poc.generation.scenes import TYPE_TUPLES, SceneCheck, allowed_types, type_id
-
-    if len(partial) != environment.num_objects - 1:
-        return None
-    key = environment.constraints_asp()
-    entry = _SCENE_CHECKS.get(key)
-    if entry is None:
-        if len(_SCENE_CHECKS) >= 256:
-            _SCENE_CHECKS.pop(next(iter(_SCENE_CHECKS)))
-        entry = _SCENE_CHECKS[key] = (allowed_types(environment.constraints), SceneCheck(environment.constraints))
-    allowed, check = entry
-    if len(allowed) == 0:
-        return frozenset()
-    others = np.array([[type_id(o) for o in partial.objects]], dtype=np.int64).reshape(1, len(partial))
-    ok = check.object_replacements(others, allowed)[0]
-    return frozenset(TYPE_TUPLES[tid] for tid in allowed[ok].tolist())
-
-
-def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: float = 10.0,
-                      reasoner=None, method: str = "auto") -> frozenset[Candidate]:
-    """Every (color, shape, size, material, region) the hidden object takes in some complete scene of
-    ``environment`` that extends the visible objects of ``partial`` (``asp/hidden_candidates.lp``).
-
-    One clingo call (brave consequences of background + ``object(0..N-1)`` + constraints + the visible
-    objects' attributes and regions). Relations are left out: a relation between the hidden object and a
-    visible one restricts only the hidden object's region (region adjacency, Appendix A lines 11-20),
-    and every pair of regions admits left-or-right and front-or-behind, so the other pairs never rule a
-    candidate out. Used as a cheap pre-filter of questions whose answer would be the whole domain.
-
-    ``method="auto"`` uses the vectorised scene check when it applies (N-1 visible objects);
-    ``method="clingo"`` (and the fallback) grounds a program for this call. ``reasoner`` is accepted for
-    compatibility and not used.
-
-    Raises:
-        SolverTimeoutError: clingo took longer than ``time_limit`` seconds.
-    """
-    if method not in ("auto", "clingo"):
-        raise ValueError(f"method must be 'auto' or 'clingo', got {method!r}")
-    fast = _candidates_by_scene_check(environment, partial) if method == "auto" else None
-    if fast is not None:
-        return fast
-    hidden = len(partial)
-    facts = [
-        f"hasProperty({i},color,{o.color}). hasProperty({i},shape,{o.shape}). hasProperty({i},size,{o.size}). "
-        f"hasProperty({i},material,{o.material}). at({i},{o.region})."
-        for i, o in enumerate(partial.objects)
-    ]
-    control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=_silent)
-    control.add("base", [], "\n".join((
-        read_asp("background.lp"), f"object(0..{environment.num_objects - 1}).", environment.constraints_asp(),
-        *facts, f"hidden({hidden}).", read_asp("hidden_candidates.lp"),
-    )))
-    control.ground([("base", [])])
-    _, symbols, timed_out = solve_brave(control, (), time_limit)
-    if timed_out:
-        raise SolverTimeoutError(f"clingo did not finish within {time_limit:g} s (hidden object candidates)")
-    return frozenset(
-        (a[0].name, a[1].name, a[2].name, a[3].name, a[4].number)
-        for a in (sym.arguments for sym in symbols if sym.name == "candidate" and len(sym.arguments) == 5)
-    )
 
 
 def _matches(obj: SceneObject, description: Mapping[str, str]) -> bool:
@@ -695,7 +223,7 @@ class QuestionGenerator:
                 f"partial scene: the complete scene does not satisfy environment {environment.id}")
         # every question's intended answer contains the values of the candidates that share the hidden
         # object's other three attributes and its region: if those already fill the domain, give up now
-        position = _CANDIDATE_FIELD[attribute]
+        position = CANDIDATE_FIELD[attribute]
         floor = {c[position] for c in candidates
                  if all(c[i] == truth[i] for i in range(5) if i != position)}
         if len(floor) >= len(domain.DOMAINS[attribute]):
@@ -826,7 +354,7 @@ class QuestionGenerator:
                 value = scene.objects[ref].attribute(attribute)
                 instance.outputs[i] = frozenset(p for p in everything
                                                 if p != ref and scene.objects[p].attribute(attribute) == value)
-            elif node.type in _OBJECT_NODES:
+            elif node.type in OBJECT_NODES:
                 if node.type == "relate_filter_unique":
                     ref = instance.outputs[node.inputs[0]]
                     candidates = frozenset(scene.relationships[instance.values[node.side_inputs[0]]][ref])
@@ -853,7 +381,7 @@ class QuestionGenerator:
         distance = 0
         while node != target:
             node = consumer[node]
-            if nodes[node].type in _OBJECT_NODES:
+            if nodes[node].type in OBJECT_NODES:
                 distance += 1
         return distance
 
@@ -951,10 +479,10 @@ class QuestionGenerator:
         else:
             visit(node.inputs[0])
         wanted = {**description, **same}
-        position = _CANDIDATE_FIELD[template.query_attribute]
+        position = CANDIDATE_FIELD[template.query_attribute]
         return frozenset(
             c[position] for c in candidates
-            if c[4] in regions and all(c[_CANDIDATE_FIELD[a]] == v for a, v in wanted.items())
+            if c[4] in regions and all(c[CANDIDATE_FIELD[a]] == v for a, v in wanted.items())
         )
 
     def _ordered_object_nodes(self, instance: Instance) -> list[int]:
@@ -1018,7 +546,7 @@ class QuestionGenerator:
 
         for i, node in enumerate(instance.template.nodes):
             inputs = [where[j] for j in node.inputs]
-            if node.type in _OBJECT_NODES:
+            if node.type in OBJECT_NODES:
                 current = inputs[0]
                 if node.type == "relate_filter_unique":
                     current = add("relate", [current], [instance.values[node.side_inputs[0]]])
@@ -1037,7 +565,7 @@ class QuestionGenerator:
         empty shape, optional ``[words]`` kept with probability 1/2, spaces and a/an tidied."""
         template = instance.template
         text = rng.choice(template.text)
-        text = _OPTIONAL.sub(lambda m: m.group(1) if rng.random() < 0.5 else "", text)
+        text = OPTIONAL_WORDS.sub(lambda m: m.group(1) if rng.random() < 0.5 else "", text)
         types = template.param_types
 
         def fill(match: re.Match[str]) -> str:
@@ -1049,7 +577,7 @@ class QuestionGenerator:
                 return ""
             return rng.choice(domain.SYNONYMS.get(value, (value,)))
 
-        text = _SLOT.sub(fill, text)
+        text = TEXT_SLOT.sub(fill, text)
         return tidy_text(text)
 
 

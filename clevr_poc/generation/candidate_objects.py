@@ -1,0 +1,96 @@
+"""The looks the hidden object of a partial scene can take (:func:`hidden_candidates`), the question
+generator's cheap pre-filter of questions whose answer would be the whole domain."""
+
+from __future__ import annotations
+
+import clingo
+import numpy as np
+
+from clevr_poc.environments.environment import Environment
+from clevr_poc.errors import SolverTimeoutError
+from clevr_poc.knowledge import read_asp
+from clevr_poc.solver.watchdog import solve_brave
+from clevr_poc.scene import Scene
+
+#: A possible look of the hidden object: (color, shape, size, material, region).
+Candidate = tuple[str, str, str, str, int]
+#: Position of each field in a :data:`Candidate`.
+CANDIDATE_FIELD = {"color": 0, "shape": 1, "size": 2, "material": 3, "region": 4}
+
+
+def _silent(code: clingo.MessageCode, message: str) -> None:  # grounder infos are not errors
+    return None
+
+
+_SCENE_CHECKS: dict[str, tuple] = {}
+
+
+def _candidates_by_scene_check(environment: Environment, partial: Scene) -> frozenset[Candidate] | None:
+    """:func:`hidden_candidates` by the scene sampler's vectorised constraint check
+    (:class:`~clevr_poc.generation.scene_check.SceneCheck`): the allowed object types (one-object
+    constraints, computed once per environment by clingo) that can join the visible objects (distinct
+    objects, region capacity, counting templates). About a hundred times faster than enumerating the
+    candidates with clingo; ``tests/test_questions.py`` checks both agree. None when it does not apply
+    (object count differs from N-1)."""
+    from clevr_poc.generation.object_types import TYPE_TUPLES, type_id
+    from clevr_poc.generation.scene_check import SceneCheck
+    from clevr_poc.generation.scene_programs import allowed_types
+
+    if len(partial) != environment.num_objects - 1:
+        return None
+    key = environment.constraints_asp()
+    entry = _SCENE_CHECKS.get(key)
+    if entry is None:
+        if len(_SCENE_CHECKS) >= 256:
+            _SCENE_CHECKS.pop(next(iter(_SCENE_CHECKS)))
+        entry = _SCENE_CHECKS[key] = (allowed_types(environment.constraints), SceneCheck(environment.constraints))
+    allowed, check = entry
+    if len(allowed) == 0:
+        return frozenset()
+    others = np.array([[type_id(o) for o in partial.objects]], dtype=np.int64).reshape(1, len(partial))
+    ok = check.object_replacements(others, allowed)[0]
+    return frozenset(TYPE_TUPLES[tid] for tid in allowed[ok].tolist())
+
+
+def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: float = 10.0,
+                      reasoner=None, method: str = "auto") -> frozenset[Candidate]:
+    """Every (color, shape, size, material, region) the hidden object takes in some complete scene of
+    ``environment`` that extends the visible objects of ``partial`` (``asp/hidden_candidates.lp``).
+
+    One clingo call (brave consequences of background + ``object(0..N-1)`` + constraints + the visible
+    objects' attributes and regions). Relations are left out: a relation between the hidden object and a
+    visible one restricts only the hidden object's region (region adjacency, Appendix A lines 11-20),
+    and every pair of regions admits left-or-right and front-or-behind, so the other pairs never rule a
+    candidate out. Used as a cheap pre-filter of questions whose answer would be the whole domain.
+
+    ``method="auto"`` uses the vectorised scene check when it applies (N-1 visible objects);
+    ``method="clingo"`` (and the fallback) grounds a program for this call. ``reasoner`` is accepted for
+    compatibility and not used.
+
+    Raises:
+        SolverTimeoutError: clingo took longer than ``time_limit`` seconds.
+    """
+    if method not in ("auto", "clingo"):
+        raise ValueError(f"method must be 'auto' or 'clingo', got {method!r}")
+    fast = _candidates_by_scene_check(environment, partial) if method == "auto" else None
+    if fast is not None:
+        return fast
+    hidden = len(partial)
+    facts = [
+        f"hasProperty({i},color,{o.color}). hasProperty({i},shape,{o.shape}). hasProperty({i},size,{o.size}). "
+        f"hasProperty({i},material,{o.material}). at({i},{o.region})."
+        for i, o in enumerate(partial.objects)
+    ]
+    control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=_silent)
+    control.add("base", [], "\n".join((
+        read_asp("background.lp"), f"object(0..{environment.num_objects - 1}).", environment.constraints_asp(),
+        *facts, f"hidden({hidden}).", read_asp("hidden_candidates.lp"),
+    )))
+    control.ground([("base", [])])
+    _, symbols, timed_out = solve_brave(control, (), time_limit)
+    if timed_out:
+        raise SolverTimeoutError(f"clingo did not finish within {time_limit:g} s (hidden object candidates)")
+    return frozenset(
+        (a[0].name, a[1].name, a[2].name, a[3].name, a[4].number)
+        for a in (sym.arguments for sym in symbols if sym.name == "candidate" and len(sym.arguments) == 5)
+    )

@@ -1,0 +1,116 @@
+"""Moves of the approximate ("mcmc") scene sampler: heat-bath Gibbs steps and value swaps that leave the
+uniform distribution over an environment's complete scenes invariant (:class:`GibbsKernel`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clevr_poc import domain
+from clevr_poc.generation.object_types import (
+    COUNTING_TEMPLATES, FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE, NUM_TYPES, TYPE_FIELDS, TYPE_REGION,
+)
+from clevr_poc.generation.scene_check import SceneCheck
+
+
+class GibbsKernel:
+    """Heat-bath Gibbs steps over complete scenes, run on P chains in lockstep.
+
+    Three kinds of step, each leaving the uniform distribution over complete scenes invariant. Two are
+    heat-bath steps (a block redrawn uniformly among the values that keep the scene complete):
+
+    - one object's whole type (every allowed type is a candidate);
+    - one field of two objects at once, which lets a counting constraint move from one shared value to
+      another ("at least 2 pairs of the same color": red-red to blue-blue) or from one object to another
+      ("exactly 1 small object in region 0").
+
+    The third is a Metropolis move (:meth:`swap_step`): two values of a field exchanged in every object
+    of some regions, e.g. when the pairs an "at least 2 pairs" constraint needs are held by three objects.
+    Only ``fields`` are used for the last two: the region and the attributes the counting constraints
+    mention (other fields never need several objects to change together).
+    """
+
+    def __init__(self, check: SceneCheck, allowed: np.ndarray, fields: tuple[str, ...]) -> None:
+        self.check = check
+        self.allowed = allowed
+        self.fields = fields
+        self.allowed_mask = np.zeros(NUM_TYPES, dtype=bool)
+        self.allowed_mask[allowed] = True
+
+    def sweeps(self, X: np.ndarray, gen: np.random.Generator, count: int) -> int:
+        """``count`` sweeps in place on X ((P, N) type ids, every row a complete scene); one sweep is N
+        object steps (random order) and, when there are ``fields``, N two-object field steps and N
+        value swaps. Returns the number of steps."""
+        P, N = X.shape
+        steps = 0
+        for _ in range(count):
+            for i in gen.permutation(N):
+                self.object_step(X, int(i), gen)
+            steps += N
+            if N > 1 and self.fields:
+                for _ in range(N):
+                    i, j = gen.choice(N, size=2, replace=False)
+                    self.field_step(X, int(i), int(j), self.fields[int(gen.integers(len(self.fields)))], gen)
+                for _ in range(N):
+                    self.swap_step(X, self.fields[int(gen.integers(len(self.fields)))], gen)
+                steps += 2 * N
+        return steps
+
+    def object_step(self, X: np.ndarray, i: int, gen: np.random.Generator) -> None:
+        """Redraw object i of every chain uniformly among the types that keep its scene complete."""
+        ok = self.check.object_replacements(np.delete(X, i, axis=1), self.allowed)
+        X[:, i] = self.allowed[_choose(ok, gen)]  # never empty: X[:, i] itself is feasible
+
+    def field_step(self, X: np.ndarray, i: int, j: int, name: str, gen: np.random.Generator) -> None:
+        """Redraw field ``name`` of objects i and j together (all value pairs are candidates)."""
+        size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+        vi, vj = np.divmod(np.arange(size * size), size)
+        value = FIELD_VALUE[name]
+        ti = X[:, i:i + 1] + (vi[None, :] - value[X[:, i:i + 1]]) * stride  # (P, size^2)
+        tj = X[:, j:j + 1] + (vj[None, :] - value[X[:, j:j + 1]]) * stride
+        others = np.delete(X, [i, j], axis=1)
+        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & self.check.pair_replacements(others, ti, tj)
+        pick = _choose(ok, gen)
+        rows = np.arange(X.shape[0])
+        X[:, i], X[:, j] = ti[rows, pick], tj[rows, pick]
+
+    def swap_step(self, X: np.ndarray, name: str, gen: np.random.Generator) -> None:
+        """Metropolis move: exchange two values a, b of field ``name`` in every object of a random
+        non-empty set of regions (all objects for the region field itself), kept when the result is a
+        complete scene. The proposal is an involution drawn independently of the state, hence symmetric.
+
+        It changes *which* value several objects share at once ("the pairs across regions 0 and 1
+        share gray" -> "... share red"), which no one- or two-object step can do when three objects
+        hold the pairs.
+        """
+        P = X.shape[0]
+        size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+        a = gen.integers(size, size=(P, 1))  # every chain draws its own proposal
+        b = (a + gen.integers(1, size, size=(P, 1))) % size
+        value = FIELD_VALUE[name][X]
+        if name == "region":
+            chosen = np.ones(X.shape, dtype=bool)
+        else:
+            regions = gen.integers(1, 1 << len(domain.REGIONS), size=(P, 1))
+            chosen = ((regions >> TYPE_REGION[X]) & 1).astype(bool)
+        swapped = np.where(value == a, b, np.where(value == b, a, value))
+        Y = X + np.where(chosen, swapped - value, 0) * stride
+        ok = self.allowed_mask[Y].all(axis=1)
+        ok[ok] = self.check.feasible(Y[ok])
+        X[ok] = Y[ok]
+
+
+def counted_fields(constraints) -> tuple[str, ...]:
+    """The region and every attribute a counting constraint (templates 6-10) mentions, in
+    :data:`TYPE_FIELDS` order; empty when there is no counting constraint."""
+    named = {c.params[k] for c in constraints if c.template in COUNTING_TEMPLATES for k in ("p1", "p2")
+             if k in c.params}
+    if not named:
+        return ()
+    return tuple(f for f in TYPE_FIELDS if f in named or f == "region")
+
+
+def _choose(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """Per row of the (P, K) bool array, the index of a uniformly chosen True entry."""
+    counts = ok.sum(axis=1)
+    r = (gen.random(ok.shape[0]) * counts).astype(np.int64)
+    return (np.cumsum(ok, axis=1) <= r[:, None]).sum(axis=1)

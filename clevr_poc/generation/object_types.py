@@ -1,0 +1,66 @@
+"""Object types: the 768 tuples (color, shape, size, material, region) an object of a scene graph can be,
+encoded as integers for the vectorised scene sampler (:mod:`clevr_poc.generation.scene_sampler`).
+
+Type id = ((((c*4 + s)*3 + z)*2 + m)*4 + r) with the value indices of :data:`clevr_poc.domain.DOMAINS`
+and :data:`clevr_poc.domain.REGIONS` (our encoding; the official generator has none).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from clevr_poc import domain
+from clevr_poc.scene import Scene, SceneObject
+
+#: Attributes of an object type in encoding order: type id = ((((c*4 + s)*3 + z)*2 + m)*4 + r).
+TYPE_FIELDS: tuple[str, ...] = ("color", "shape", "size", "material", "region")
+#: Domain of every field (the region's: the region ids 0..3).
+FIELD_DOMAIN: dict[str, tuple] = {**{a: domain.DOMAINS[a] for a in domain.ATTRIBUTES}, "region": domain.REGIONS}
+_SIZES = tuple(len(FIELD_DOMAIN[f]) for f in TYPE_FIELDS)
+#: Number of object types: 8 colors x 4 shapes x 3 sizes x 2 materials x 4 regions.
+NUM_TYPES: int = math.prod(_SIZES)
+#: Multiplier of each field's value index in the type id.
+FIELD_STRIDE = {f: math.prod(_SIZES[k + 1:]) for k, f in enumerate(TYPE_FIELDS)}
+_ALL = np.arange(NUM_TYPES)
+#: ``FIELD_VALUE[f][t]``: index of type t's value of field f in its domain (numpy int64, length 768).
+FIELD_VALUE: dict[str, np.ndarray] = {
+    f: (_ALL // FIELD_STRIDE[f]) % len(FIELD_DOMAIN[f]) for f in TYPE_FIELDS
+}
+#: ``VALUE_INDEX[f][value]``: index of a value in its field's domain.
+VALUE_INDEX = {f: {v: i for i, v in enumerate(FIELD_DOMAIN[f])} for f in TYPE_FIELDS}
+#: Region of every type id (numpy int64, length 768).
+TYPE_REGION = FIELD_VALUE["region"]
+#: Number of regions; the region is the last field, so ``type // NUM_REGIONS`` is the description.
+NUM_REGIONS = len(domain.REGIONS)
+#: Maximum number of objects in one region (background theory, Appendix A lines 41-43).
+REGION_CAPACITY = 3
+
+#: Templates whose constraint concerns one object at a time: they only forbid object types.
+UNARY_TEMPLATES = frozenset({"value_restriction", "negation_two", "negation_same_property", "or", "negation",
+                             "generic"})
+#: Templates that count objects or pairs of objects (checked on whole scenes).
+COUNTING_TEMPLATES = frozenset({"exactly_n", "at_least_pairs", "at_least_pairs_with_value", "at_most_pairs",
+                                "at_most_pairs_with_value"})
+
+
+def type_id(obj: SceneObject) -> int:
+    """The type id (0..767) of an object's (color, shape, size, material, region)."""
+    return sum(VALUE_INDEX[f][getattr(obj, f)] * FIELD_STRIDE[f] for f in TYPE_FIELDS)
+
+
+def type_object(tid: int) -> SceneObject:
+    """The :class:`SceneObject` (no coordinates) of type id ``tid`` (0..767)."""
+    values = {f: FIELD_DOMAIN[f][int(FIELD_VALUE[f][tid])] for f in TYPE_FIELDS}
+    return SceneObject(values["color"], values["shape"], values["size"], values["material"], int(values["region"]))
+
+
+#: ``TYPE_TUPLES[t]``: (color, shape, size, material, region) of type id t (0..767).
+TYPE_TUPLES: tuple[tuple[str, str, str, str, int], ...] = tuple(
+    (o.color, o.shape, o.size, o.material, o.region) for o in map(type_object, range(NUM_TYPES)))
+
+
+def scene_from_types(types) -> Scene:
+    """A scene without layout whose object i has type ``types[i]``."""
+    return Scene(tuple(SceneObject(*TYPE_TUPLES[t]) for t in np.asarray(types).tolist()))

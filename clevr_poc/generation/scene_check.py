@@ -1,0 +1,249 @@
+"""Vectorised checks of scene graphs given as object type ids: distinct objects, region capacity and the
+counting constraints (templates 6-10, written from ``asp/templates/06..10``); the one-object templates
+only forbid types (:func:`clevr_poc.generation.scene_programs.allowed_types`).
+
+``tests/test_scenes.py`` checks these against clingo on random scenes in both directions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from clevr_poc import domain
+from clevr_poc.environments.templates import Constraint
+from clevr_poc.errors import FormatError
+from clevr_poc.generation.object_types import (
+    COUNTING_TEMPLATES, FIELD_VALUE, NUM_REGIONS, NUM_TYPES, REGION_CAPACITY, TYPE_REGION, UNARY_TEMPLATES,
+    VALUE_INDEX,
+)
+
+
+@dataclass(frozen=True)
+class ObjectCount:
+    """``#count{X: flag(type of X)} == n`` (template 6, ``asp/templates/06_exactly_n.lp``): exactly n
+    objects in ``region`` have the flagged value."""
+
+    flag: np.ndarray  # bool, (768,)
+    n: int
+    region: int
+
+
+@dataclass(frozen=True)
+class PairCount:
+    """Ordered pairs (X1, X2), X1 != X2, with ``key1[X1] == key2[X2] >= 0``: ``>= n`` (at least) or
+    ``< n`` (at most N-1) (templates 7-10, ``asp/templates/07..10``).
+
+    ``key1[t]`` is the value index of attribute p1 when type t is in region r1 (and has p2 = v2 for the
+    "with value" templates), else -1; likewise ``key2`` with r2. ``sameProperty`` requires X1 != X2,
+    and with r1 == r2 each unordered pair counts twice, exactly as the ASP ``#count`` does.
+    """
+
+    key1: np.ndarray  # int64, (768,), -1..7
+    key2: np.ndarray
+    n: int
+    at_least: bool
+
+
+def counting_constraint(c: Constraint) -> ObjectCount | PairCount:
+    """The numpy form of a counting constraint (templates 6-10)."""
+    p = c.params
+    if c.template == "exactly_n":
+        flag = (TYPE_REGION == p["r"]) & (FIELD_VALUE[p["p1"]] == VALUE_INDEX[p["p1"]][p["v1"]])
+        return ObjectCount(flag, int(p["n"]), int(p["r"]))
+    value = FIELD_VALUE[p["p1"]]
+    qualified = np.ones(NUM_TYPES, dtype=bool)
+    if "p2" in p:
+        qualified = FIELD_VALUE[p["p2"]] == VALUE_INDEX[p["p2"]][p["v2"]]
+    key1 = np.where((TYPE_REGION == p["r1"]) & qualified, value, -1)
+    key2 = np.where((TYPE_REGION == p["r2"]) & qualified, value, -1)
+    return PairCount(key1, key2, int(p["n"]), c.template.startswith("at_least"))
+
+
+_REGION_IDS = np.arange(len(domain.REGIONS))
+_MAX_VALUES = max(len(v) for v in domain.DOMAINS.values())
+_VALUE_IDS = np.arange(_MAX_VALUES)
+
+
+class SceneCheck:
+    """Vectorised check of scenes given as type ids: distinct objects, region capacity, templates 6-10.
+
+    The one-object templates are *not* checked here: callers build scenes from allowed types only.
+    Besides whole scenes (:meth:`feasible`), it checks incremental changes of P scenes at once (the
+    Gibbs steps): one object replaced (:meth:`object_replacements`) or two (:meth:`pair_replacements`).
+
+    Raises:
+        FormatError: a constraint's template is neither a one-object nor a counting template.
+    """
+
+    def __init__(self, constraints) -> None:
+        self.objects: list[ObjectCount] = []
+        self.pairs: list[PairCount] = []
+        for c in constraints:
+            if c.template in UNARY_TEMPLATES:
+                continue
+            if c.template not in COUNTING_TEMPLATES:
+                raise FormatError("the scene sampler does not know this template", field="template",
+                                  value=c.template)
+            compiled = counting_constraint(c)
+            (self.objects if isinstance(compiled, ObjectCount) else self.pairs).append(compiled)
+        # stacked forms: (C, 768) tables, (C,) parameters
+        self._flag = np.array([c.flag for c in self.objects], dtype=bool).reshape(-1, NUM_TYPES)
+        self._flag_n = np.array([c.n for c in self.objects], dtype=np.int64)
+        self._key1 = np.array([c.key1 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
+        self._key2 = np.array([c.key2 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
+        self._pair_n = np.array([c.n for c in self.pairs], dtype=np.int64)
+        self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
+        # one-hot keys, (Cp, 768, 9) float64 (column 8: key -1): per-value counts times one-hot keys
+        # give the pair counts a candidate adds by one (exact) matrix product
+        self._onehot1 = (self._key1[..., None] % (_MAX_VALUES + 1) == np.arange(_MAX_VALUES + 1)).astype(np.float64)
+        self._onehot2 = (self._key2[..., None] % (_MAX_VALUES + 1) == np.arange(_MAX_VALUES + 1)).astype(np.float64)
+        self._candidate_cache: tuple | None = None
+
+    def feasible(self, X: np.ndarray) -> np.ndarray:
+        """Rows of ``X`` (shape (B, N), type ids) that are complete scenes (bool, shape (B,)).
+
+        Large batches check the counting constraints first, each on the rows that passed the previous
+        ones; small batches check all constraints at once (fewer numpy calls).
+        """
+        B, N = X.shape
+        if B < 64:
+            return self._feasible_stacked(X)
+        rows = np.arange(B)
+        for c in self.pairs:
+            count = _pair_counts(c.key1[X], c.key2[X])
+            keep = (count >= c.n) if c.at_least else (count < c.n)
+            X, rows = X[keep], rows[keep]
+        for c in self.objects:
+            keep = c.flag[X].sum(axis=1) == c.n
+            X, rows = X[keep], rows[keep]
+        region = TYPE_REGION[X]
+        keep = np.ones(len(X), dtype=bool)
+        for r in domain.REGIONS:
+            keep &= (region == r).sum(axis=1) <= REGION_CAPACITY
+        if N > 1:  # no two objects agree on all four attributes (the region does not count)
+            S = np.sort(X // NUM_REGIONS, axis=1)
+            keep &= (S[:, 1:] != S[:, :-1]).all(axis=1)
+        ok = np.zeros(B, dtype=bool)
+        ok[rows[keep]] = True
+        return ok
+
+    def _feasible_stacked(self, X: np.ndarray) -> np.ndarray:
+        B, N = X.shape
+        ok = (_region_counts(TYPE_REGION[X]) <= REGION_CAPACITY).all(axis=1)
+        if N > 1:
+            S = np.sort(X // NUM_REGIONS, axis=1)
+            ok &= (S[:, 1:] != S[:, :-1]).all(axis=1)
+        if len(self.objects):
+            ok &= (self._flag[:, X].sum(axis=-1) == self._flag_n[:, None]).all(axis=0)
+        if len(self.pairs):
+            k1, k2 = self._key1[:, X], self._key2[:, X]  # (Cp, B, N)
+            count1, count2 = _value_counts(k1), _value_counts(k2)
+            count = (count1 * count2).sum(axis=-1) - ((k1 == k2) & (k1 >= 0)).sum(axis=-1)  # (Cp, B)
+            n = self._pair_n[:, None]
+            ok &= np.where(self._at_least[:, None], count >= n, count < n).all(axis=0)
+        return ok
+
+    def object_replacements(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Which candidate types can join the other objects of each of P scenes.
+
+        Args:
+            others: (P, N-1) type ids (the scene without the object being redrawn).
+            candidates: (M,) type ids (allowed by the one-object constraints).
+
+        Returns:
+            (P, M) bool: ``others`` plus the candidate is a complete scene.
+        """
+        P = others.shape[0]
+        taken = self._taken(others)
+        ok = ~taken[:, candidates // NUM_REGIONS]
+        occupancy = _region_counts(TYPE_REGION[others])
+        ok &= occupancy[:, TYPE_REGION[candidates]] < REGION_CAPACITY
+        if len(self.objects):
+            base = self._flag[:, others].sum(axis=-1)  # (Co, P)
+            count = base[:, :, None] + self._flag[:, candidates][:, None, :]
+            ok &= (count == self._flag_n[:, None, None]).all(axis=0)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            cached = self._candidate_cache
+            if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
+                cached = self._candidate_cache = (candidates, self._onehot1[:, candidates].transpose(0, 2, 1).copy(),
+                                                  self._onehot2[:, candidates].transpose(0, 2, 1).copy())
+            _, onehot1, onehot2 = cached  # (Cp, 9, M)
+            # count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] as products with one-hot keys (exact)
+            added = count2.astype(np.float64) @ onehot1 + count1.astype(np.float64) @ onehot2
+            count = base[:, :, None] + added.astype(np.int64)
+            ok &= self._pairs_ok(count)
+        return ok
+
+    def pair_replacements(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
+        """Which candidate pairs (ti, tj) can join the other objects of each of P scenes.
+
+        Args:
+            others: (P, N-2) type ids (the scene without the two objects being redrawn).
+            ti, tj: (P, D) candidate type ids of the two objects (any type id; types not allowed by
+                the one-object constraints must be masked by the caller).
+
+        Returns:
+            (P, D) bool.
+        """
+        P = others.shape[0]
+        rows = np.arange(P)[:, None]
+        taken = self._taken(others)
+        di, dj = ti // NUM_REGIONS, tj // NUM_REGIONS
+        ok = ~taken[rows, di] & ~taken[rows, dj] & (di != dj)
+        occupancy = _region_counts(TYPE_REGION[others])
+        ri, rj = TYPE_REGION[ti], TYPE_REGION[tj]
+        both = 1 + (ri == rj)
+        ok &= (occupancy[rows, ri] + both <= REGION_CAPACITY) & (occupancy[rows, rj] + both <= REGION_CAPACITY)
+        if len(self.objects):
+            base = self._flag[:, others].sum(axis=-1)  # (Co, P)
+            count = base[:, :, None] + self._flag[:, ti] + self._flag[:, tj]
+            ok &= (count == self._flag_n[:, None, None]).all(axis=0)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
+            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(P)[None, :, None]
+            count = (base[:, :, None] + count2[c, p, k1i] + count1[c, p, k2i] + count2[c, p, k1j]
+                     + count1[c, p, k2j] + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
+            ok &= self._pairs_ok(count)
+        return ok
+
+    # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _taken(others: np.ndarray) -> np.ndarray:
+        taken = np.zeros((others.shape[0], NUM_TYPES // NUM_REGIONS), dtype=bool)
+        taken[np.arange(others.shape[0])[:, None], others // NUM_REGIONS] = True
+        return taken
+
+    def _pair_base(self, others: np.ndarray):
+        """Pair counts among ``others`` (Cp, P) and their per-value key counts (Cp, P, 9) (the last
+        column, which key -1 indexes, is 0)."""
+        k1, k2 = self._key1[:, others], self._key2[:, others]  # (Cp, P, K)
+        count1 = _value_counts(k1)
+        count2 = _value_counts(k2)
+        base = (count1 * count2).sum(axis=-1) - ((k1 == k2) & (k1 >= 0)).sum(axis=-1)
+        return base, count1, count2
+
+    def _pairs_ok(self, count: np.ndarray) -> np.ndarray:
+        n = self._pair_n[:, None, None]
+        return np.where(self._at_least[:, None, None], count >= n, count < n).all(axis=0)
+
+
+def _value_counts(keys: np.ndarray) -> np.ndarray:
+    """(..., K) keys in -1..7 -> (..., 9) counts of each value 0..7, then a 0 (where key -1 points)."""
+    counts = (keys[..., None] == _VALUE_IDS).sum(axis=-2)
+    return np.concatenate((counts, np.zeros(counts.shape[:-1] + (1,), dtype=counts.dtype)), axis=-1)
+
+
+def _region_counts(regions: np.ndarray) -> np.ndarray:
+    """(P, K) region ids -> (P, 4) counts."""
+    return (regions[:, :, None] == _REGION_IDS).sum(axis=1)
+
+
+def _pair_counts(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+    """Ordered pairs i != j with k1[:, i] == k2[:, j] >= 0, per row (k1, k2: (B, N))."""
+    match = (k1[:, :, None] == k2[:, None, :]) & (k1[:, :, None] >= 0)
+    diagonal = ((k1 == k2) & (k1 >= 0)).sum(axis=1)
+    return match.sum(axis=(1, 2)) - diagonal

@@ -1,0 +1,164 @@
+"""The clingo side of the scene sampler: the types one object may have, the environment program that checks
+a scene graph, and clingo's own models (random decisions; the official enumeration order).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterator
+
+import clingo
+import numpy as np
+
+from clevr_poc.environments.environment import Environment
+from clevr_poc.generation.object_types import (
+    FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE, NUM_TYPES, TYPE_FIELDS, UNARY_TEMPLATES, VALUE_INDEX,
+    scene_from_types,
+)
+from clevr_poc.knowledge import read_asp
+from clevr_poc.scene import Scene
+
+
+def _silent(code: clingo.MessageCode, message: str) -> None:
+    return None
+
+
+def allowed_types(constraints) -> np.ndarray:
+    """Sorted type ids an object may have under the one-object constraints (templates 1-5, 11), as the
+    answer sets of ``background.lp + object(0) + those constraints`` (clingo enumerates them all).
+
+    Cached per process by the constraints' ASP text (the scene sampler and the question generator
+    share one enumeration per environment); the returned int64 array is read-only."""
+    unary = "\n".join("\n".join(c.asp_rules()) for c in constraints if c.template in UNARY_TEMPLATES)
+    return _allowed_types(unary)
+
+
+@lru_cache(maxsize=256)
+def _allowed_types(unary: str) -> np.ndarray:
+    control = clingo.Control(["--models=0"], logger=_silent)
+    control.add("base", [], "\n".join((read_asp("background.lp"), "object(0).", unary,
+                                        "#show hasProperty/3. #show at/2.")))
+    control.ground([("base", [])])
+    # each shown atom adds its field's share of the type id (symbols hash in C: no per-model parsing)
+    share: dict[clingo.Symbol, int] = {}
+    for atom in control.symbolic_atoms.by_signature("hasProperty", 3):
+        _, a, v = atom.symbol.arguments
+        share[atom.symbol] = VALUE_INDEX[a.name][v.name] * FIELD_STRIDE[a.name]
+    for atom in control.symbolic_atoms.by_signature("at", 2):
+        share[atom.symbol] = atom.symbol.arguments[1].number * FIELD_STRIDE["region"]
+    types: list[int] = []
+
+    def on_model(model: clingo.Model) -> None:
+        types.append(sum(share[symbol] for symbol in model.symbols(shown=True)))
+
+    control.solve(on_model=on_model)
+    result = np.array(sorted(types), dtype=np.int64)
+    result.setflags(write=False)
+    return result
+
+
+class SceneProgram:
+    """``background + object(0..N-1) + constraints`` grounded once (clingo, in process); checks a
+    scene with one solve under assumptions and finds models."""
+
+    def __init__(self, environment: Environment, arguments: tuple[str, ...] = ()) -> None:
+        self.num_objects = environment.num_objects
+        control = clingo.Control(list(arguments), logger=_silent)
+        control.add("base", [], "\n".join((read_asp("background.lp"), f"object(0..{self.num_objects - 1}).",
+                                            environment.constraints_asp(), "#show hasProperty/3. #show at/2.")))
+        control.ground([("base", [])])
+        self.literal: dict[tuple, int] = {}
+        for atom in control.symbolic_atoms.by_signature("hasProperty", 3):
+            o, a, v = atom.symbol.arguments
+            self.literal[(o.number, a.name, v.name)] = atom.literal
+        for atom in control.symbolic_atoms.by_signature("at", 2):
+            o, r = atom.symbol.arguments
+            self.literal[(o.number, "region", r.number)] = atom.literal
+        self.control = control
+        self._table: np.ndarray | None = None
+
+    def _literal_table(self) -> np.ndarray:
+        """(N, 768, 5) int64: the literals of "object i has type t" per field, 0 where the grounder
+        removed the atom (it can never be true)."""
+        if self._table is None:
+            table = np.zeros((self.num_objects, NUM_TYPES, len(TYPE_FIELDS)), dtype=np.int64)
+            for k, f in enumerate(TYPE_FIELDS):
+                values = FIELD_DOMAIN[f]
+                for i in range(self.num_objects):
+                    per_value = np.array([self.literal.get((i, f, v), 0) for v in values], dtype=np.int64)
+                    table[i, :, k] = per_value[FIELD_VALUE[f]]
+            self._table = table
+        return self._table
+
+    def assumptions(self, types) -> list[int]:
+        """Literals of "object i has type ``types[i]``" (5 per object). Raises KeyError when one of
+        them was removed by the grounder."""
+        lits = self._literal_table()[np.arange(len(types)), np.asarray(types, dtype=np.int64)].ravel()
+        if not lits.all():
+            raise KeyError("an atom the grounder removed")
+        return lits.tolist()
+
+    def is_scene(self, types) -> bool:
+        """Whether the objects of these type ids form an answer set (one clingo solve)."""
+        if len(types) != self.num_objects:
+            return False
+        try:
+            assumptions = self.assumptions(types)
+        except KeyError:  # an atom the grounder removed: it can never be true
+            return False
+        return bool(self.control.solve(assumptions=assumptions).satisfiable)
+
+    def first_model_types(self) -> np.ndarray | None:
+        found: list[np.ndarray] = []
+
+        def on_model(model: clingo.Model) -> bool:
+            found.append(_model_types(model, self.num_objects))
+            return False
+
+        self.control.solve(on_model=on_model)
+        return found[0] if found else None
+
+
+def _model_types(model: clingo.Model, num_objects: int) -> np.ndarray:
+    types = np.zeros(num_objects, dtype=np.int64)
+    for symbol in model.symbols(shown=True):
+        if symbol.name == "hasProperty" and len(symbol.arguments) == 3:
+            o, a, v = symbol.arguments
+            types[o.number] += VALUE_INDEX[a.name][v.name] * FIELD_STRIDE[a.name]
+        elif symbol.name == "at" and len(symbol.arguments) == 2:
+            types[symbol.arguments[0].number] += symbol.arguments[1].number
+    return types
+
+
+def random_models(environment: Environment, count: int, *, seed: int = 0, time_limit: float = 1.0) -> list[np.ndarray]:
+    """Up to ``count`` complete scenes (type-id arrays) found by clingo with random decisions
+    (``--rand-freq=1 --sign-def=rnd``, solver seed k+1 for the k-th): diverse, not uniform. One
+    control, a fixed sequence of solves, so the result is deterministic unless a search takes longer
+    than ``time_limit`` seconds (then fewer models are returned)."""
+    program = SceneProgram(environment, ("--rand-freq=1", "--sign-def=rnd", "--models=1"))
+    found: list[np.ndarray] = []
+    for k in range(count):
+        program.control.configuration.solver.seed = str(seed * 100_003 + k + 1)
+        models: list[np.ndarray] = []
+
+        def on_model(model: clingo.Model) -> bool:
+            models.append(_model_types(model, program.num_objects))
+            return False
+
+        with program.control.solve(on_model=on_model, async_=True) as handle:
+            if not handle.wait(time_limit):
+                handle.cancel()
+                break
+        if not models:
+            break
+        found.append(models[0])
+    return found
+
+
+def enumerate_scenes(environment: Environment, limit: int | None = None) -> Iterator[Scene]:
+    """The complete scenes in clingo's enumeration order (default configuration), at most ``limit``:
+    the official generator's approach (first models of one enumeration), kept as a baseline."""
+    program = SceneProgram(environment, (f"--models={limit or 0}",))
+    with program.control.solve(yield_=True) as handle:
+        for model in handle:
+            yield scene_from_types(_model_types(model, program.num_objects))

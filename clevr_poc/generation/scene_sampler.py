@@ -1,0 +1,352 @@
+"""Complete scene graphs of an environment, sampled (nearly) uniformly; partial scenes (paper §3.3).
+
+A *complete scene graph* of an environment with N objects is an answer set of
+``background.lp + object(0..N-1) + constraints``: every object gets a color, shape, size, material and
+region. The paper (§3.3) lets clingo enumerate the answer sets and samples among them; the official code
+keeps the first 10^6 models of one enumeration, which are far from uniform (consecutive models differ in
+the last few choices only). :class:`SceneSampler` instead draws from the uniform distribution over the
+answer sets (labelled scenes: object ids are part of the answer set, so every set of N distinct objects
+appears N! times, and uniform over answer sets is uniform over unordered scenes too).
+
+How (two methods, chosen per environment by a calibration run at construction):
+
+``"rejection"`` (exact)
+    Object *types* are the 768 tuples (color, shape, size, material, region). The one-object
+    constraints (templates 1-5 and 11) only remove types, so the allowed types ``T`` are computed once
+    by clingo (answer sets of ``background + object(0) + those constraints``). A proposal is N types
+    drawn uniformly from ``T^N`` *conditioned* on the region capacity (at most 3 objects per region) and
+    on the exactly-N constraints (template 6), which :class:`StratifiedProposal` samples exactly (both
+    only count objects of one region, so their count vectors factorise over regions). A proposal is
+    accepted when no two objects agree on all four attributes (the background's rule; the region does
+    not count) and the pair-counting constraints (templates 7-10) hold. Accepted proposals are exactly
+    uniform over the answer sets (rejection sampling from a uniform distribution over a superset).
+    Proposals are drawn and checked in numpy batches (about 1-2 microseconds each).
+``"mcmc"`` (approximate, for environments where rejection would need more than
+``max_expected_proposals`` proposals per scene, typically those with several "at least N pairs")
+    A Gibbs/Metropolis sampler over the answer sets (:class:`GibbsKernel`). Heat-bath steps redraw one
+    block uniformly among all its values that keep the scene an answer set (one object's whole type;
+    one field of two objects together, so that "exactly 1 sphere in region 1" can move from one object
+    to another); Metropolis steps exchange two values of a field in every object of some regions (so
+    that the value three objects share to satisfy "at least 2 pairs of the same color" can change).
+    Every step leaves the uniform distribution invariant. A pool of chain states is built on first use
+    (``pool_chains`` chains started from the calibration's exact samples or from clingo models found
+    with random decisions; ``burn_in`` sweeps; then snapshots every ``thinning`` sweeps); a sample
+    starts from a random pool state, runs ``mcmc_sweeps`` sweeps and shuffles the object ids.
+    ``benchmarks/scenes.py`` compares it with exact rejection samples; :meth:`SceneSampler.sample_many`
+    runs many chains in lockstep (several times faster per scene).
+
+Every returned scene is (by default) checked by clingo against the environment program (one solve
+with the scene as assumptions, ~0.2 ms), so the Python counting code (templates 6-10, written from
+``asp/templates/06..10``, :mod:`~clevr_poc.generation.scene_check`) can never let an invalid scene
+through; ``tests/test_scenes.py`` also checks it against clingo on random scenes in both directions.
+
+Determinism: :meth:`SceneSampler.sample` draws everything from its ``random.Random`` argument (and
+from state fixed at construction, which is itself seeded), so the same rng state gives the same scene.
+"""
+
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from clevr_poc.environments.environment import Environment
+from clevr_poc.errors import ClevrPocError, FormatError, UnsatisfiableError
+from clevr_poc.generation.gibbs_kernel import GibbsKernel, counted_fields
+from clevr_poc.generation.object_types import scene_from_types, type_id, type_object
+from clevr_poc.generation.scene_check import SceneCheck
+from clevr_poc.generation.scene_programs import SceneProgram, allowed_types, random_models
+from clevr_poc.generation.stratified_proposal import StratifiedProposal
+from clevr_poc.scene import Scene
+
+
+@dataclass
+class SamplerStats:
+    """Counters of a :class:`SceneSampler` (cumulative since construction).
+
+    Attributes:
+        samples: scenes returned.
+        proposals: rejection proposals drawn (all of them, accepted or not).
+        accepted: proposals accepted.
+        mcmc_samples: scenes that came from the Gibbs sampler (method "mcmc", or rejection's budget ran out).
+        mcmc_steps: Gibbs steps taken.
+        verified: clingo checks of returned scenes.
+    """
+
+    samples: int = 0
+    proposals: int = 0
+    accepted: int = 0
+    mcmc_samples: int = 0
+    mcmc_steps: int = 0
+    verified: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class SamplerState:
+    """What a :class:`SceneSampler` computes at construction (and, for the Gibbs sampler, on first use),
+    so that another process can rebuild the same sampler without recomputing it (the dataset generator
+    prepares one per environment, in parallel, and ships it with the examples' tasks).
+
+    Attributes:
+        fingerprint: the environment program and the construction settings it was computed for
+            (a sampler refuses the state of another environment or other settings).
+        allowed: type ids allowed by the one-object constraints (int16, sorted).
+        start: a complete scene (type ids, int16, length N): clingo's first model.
+        acceptance_rate: the calibrated acceptance rate of the rejection proposals.
+        pool: the Gibbs sampler's starting states, (pool_size, N) int16, or None (built on first use).
+    """
+
+    fingerprint: str
+    allowed: np.ndarray
+    start: np.ndarray
+    acceptance_rate: float
+    pool: np.ndarray | None = None
+
+
+class SceneSampler:
+    """Sample complete scene graphs of one environment, (nearly) uniformly over its answer sets.
+
+    Args:
+        environment: the environment (N = ``environment.num_objects`` objects per scene).
+        method: ``"rejection"`` (exact), ``"mcmc"`` (heat-bath Gibbs) or ``"auto"`` (default): rejection
+            when the calibrated acceptance rate is at least ``1 / max_expected_proposals``, MCMC
+            otherwise. See the module docstring.
+        verify: check every returned scene with clingo (one solve, ~0.2 ms). Default True.
+        max_expected_proposals: "auto" threshold (default 2000 proposals per scene, about 3-4 ms; below
+            an acceptance rate of 1/2000 the Gibbs sampler, about 1.5-3 ms per scene, is faster).
+        max_proposals: rejection budget per sample before that sample falls back to the Gibbs sampler
+            (default: 30 times the expected number, at least 10^4, so a fallback is very rare).
+        mcmc_sweeps: Gibbs sweeps per sample after starting from a pool state (default 1; one sweep is
+            N one-object steps and N two-object field steps).
+        pool_size: chain states kept as starting points of the Gibbs sampler (default 1024).
+        pool_chains: chains run in lockstep to build the pool (default 64).
+        burn_in: sweeps run on the pool chains before the first snapshot (default 30).
+        thinning: sweeps between two snapshots of the pool chains (default 2).
+        calibration_proposals: at most this many proposals drawn at construction to estimate the
+            acceptance rate (it stops early after 200 acceptances).
+        seed: seed of the construction-time randomness (calibration, pool); the default 0 keeps
+            construction deterministic.
+        state: a :class:`SamplerState` from :meth:`state` of a sampler of the same environment with the
+            same settings: the calibration (and the pool, when it holds one) is taken from it instead of
+            being recomputed; the sampler then draws exactly the scenes the original would.
+
+    Raises:
+        UnsatisfiableError: the environment has no complete scene.
+        FormatError: bad arguments, a constraint uses a template the sampler does not know, or
+            ``state`` belongs to another environment or other settings.
+
+    Not thread-safe (one clingo control, counters): use one sampler per thread or process.
+
+    Attributes:
+        method: the method in use ("rejection" or "mcmc").
+        acceptance_rate: the calibrated acceptance rate of rejection proposals (0.0 if none accepted).
+        allowed: type ids allowed by the one-object constraints (numpy int64 array).
+        stats: :class:`SamplerStats`.
+    """
+
+    METHODS = ("auto", "rejection", "mcmc")
+
+    def __init__(self, environment: Environment, *, method: str = "auto", verify: bool = True,
+                 max_expected_proposals: int = 2000, max_proposals: int | None = None, mcmc_sweeps: int = 1,
+                 pool_size: int = 1024, pool_chains: int = 64, burn_in: int = 30, thinning: int = 2,
+                 calibration_proposals: int = 50_000, seed: int = 0, state: SamplerState | None = None) -> None:
+        if method not in self.METHODS:
+            raise FormatError(f"method must be one of {self.METHODS}", field="method", value=method)
+        for name, value, low in (("mcmc_sweeps", mcmc_sweeps, 0), ("pool_size", pool_size, 1),
+                                 ("pool_chains", pool_chains, 1), ("burn_in", burn_in, 0),
+                                 ("thinning", thinning, 1), ("calibration_proposals", calibration_proposals, 0),
+                                 ("max_expected_proposals", max_expected_proposals, 1)):
+            if not isinstance(value, int) or value < low:
+                raise FormatError(f"must be an integer >= {low}", field=name, value=value)
+        self.environment = environment
+        self.num_objects = environment.num_objects
+        self.verify = verify
+        self.mcmc_sweeps = mcmc_sweeps
+        self.pool_size = pool_size
+        self.pool_chains = pool_chains
+        self.burn_in = burn_in
+        self.thinning = thinning
+        self.stats = SamplerStats()
+        self.check = SceneCheck(environment.constraints)
+        self._fingerprint = repr((environment.constraints_asp(), self.num_objects, calibration_proposals, seed,
+                                  pool_size, pool_chains, burn_in, thinning))
+        if state is not None and state.fingerprint != self._fingerprint:
+            raise FormatError("the sampler state was computed for another environment or other settings",
+                              field="state", value=f"environment {environment.id}")
+        self.allowed = allowed_types(environment.constraints) if state is None else state.allowed.astype(np.int64)
+        self._program = SceneProgram(environment)
+        start = self._program.first_model_types() if state is None else state.start.astype(np.int64)
+        if start is None:
+            raise UnsatisfiableError(f"environment {environment.id} has no complete scene with "
+                                     f"{self.num_objects} objects")
+        self._start = start
+        self.proposal = StratifiedProposal(self.allowed, self.num_objects, self.check.objects)
+        self.kernel = GibbsKernel(self.check, self.allowed, counted_fields(environment.constraints))
+
+        self._calibration_proposals = calibration_proposals
+        self._calibration_seed = seed
+        self._exact_starts: list[np.ndarray] | None = None
+        if state is None:
+            gen = np.random.default_rng([seed, 0x5CE7E])
+            drawn, accepted = self._calibrate(gen, calibration_proposals)
+            self.acceptance_rate = accepted / drawn if drawn else 0.0
+        else:
+            self.acceptance_rate = state.acceptance_rate
+        if method == "auto":
+            usable = self.acceptance_rate > 0 and 1.0 / self.acceptance_rate <= max_expected_proposals
+            method = "rejection" if usable else "mcmc"
+        self.method = method
+        expected = 1.0 / self.acceptance_rate if self.acceptance_rate > 0 else float(max_expected_proposals)
+        self.max_proposals = max(10_000, int(30 * expected)) if max_proposals is None else max_proposals
+        self.batch_size = int(min(4096, max(32, 1.5 * expected)))
+        self._pool: np.ndarray | None = None if state is None or state.pool is None else state.pool.astype(np.int64)
+        self._pool_seed = seed
+
+    def state(self, *, with_pool: bool | None = None) -> SamplerState:
+        """This sampler's :class:`SamplerState` (small: int16 arrays; with the pool about 2 x N KB).
+
+        Args:
+            with_pool: include the Gibbs pool (built now if needed); default: when the method is
+                ``"mcmc"`` (a rejection sampler only needs it when a sample's budget runs out).
+        """
+        if with_pool is None:
+            with_pool = self.method == "mcmc"
+        pool = self.pool().astype(np.int16) if with_pool else None
+        return SamplerState(self._fingerprint, self.allowed.astype(np.int16), np.asarray(self._start, np.int16),
+                            self.acceptance_rate, pool)
+
+    # ------------------------------------------------------------------ public API
+    def sample(self, rng: random.Random) -> Scene:
+        """One complete scene graph (N objects with color/shape/size/material/region; no layout, no
+        relationships). Deterministic in ``rng``'s state.
+
+        Raises:
+            ClevrPocError: clingo rejects a scene the sampler produced (a bug; never expected).
+        """
+        return scene_from_types(self.sample_types(rng))
+
+    def sample_types(self, rng: random.Random) -> np.ndarray:
+        """Like :meth:`sample`, as type ids (numpy int64 array of length N)."""
+        gen = np.random.default_rng(rng.getrandbits(64))
+        types = None
+        if self.method == "rejection":
+            types = self._rejection(gen, self.max_proposals)
+        if types is None:
+            types = self._gibbs_sample(gen)
+        self._check(types)
+        self.stats.samples += 1
+        return types
+
+    def _check(self, types: np.ndarray) -> None:
+        if self.verify:
+            self.stats.verified += 1
+            if not self._program.is_scene(types):
+                raise ClevrPocError(
+                    f"internal error: sampled scene {[type_object(int(t)).describe() for t in types]} "
+                    f"violates environment {self.environment.id} (please report)")
+
+    def sample_many(self, rng: random.Random, count: int) -> list[Scene]:
+        """``count`` complete scene graphs drawn together (the Gibbs chains run in lockstep, several
+        times faster per scene than :meth:`sample`). Deterministic in ``rng``'s state and ``count``;
+        not the same scenes as ``count`` calls of :meth:`sample`."""
+        return [scene_from_types(row) for row in self.sample_types_many(rng, count)]
+
+    def sample_types_many(self, rng: random.Random, count: int) -> np.ndarray:
+        """Like :meth:`sample_many`, as a (count, N) numpy int64 array of type ids."""
+        if not isinstance(count, int) or count < 0:
+            raise FormatError("count must be a non-negative integer", field="count", value=count)
+        gen = np.random.default_rng(rng.getrandbits(64))
+        out = np.zeros((count, self.num_objects), dtype=np.int64)
+        pending = list(range(count))
+        if self.method == "rejection":
+            missing = []
+            for k in pending:
+                types = self._rejection(gen, self.max_proposals)
+                if types is None:
+                    missing.append(k)
+                else:
+                    out[k] = types
+            pending = missing
+        for start in range(0, len(pending), 256):
+            block = pending[start:start + 256]
+            out[block] = self._gibbs_block(gen, len(block))
+        for row in out:
+            self._check(row)
+        self.stats.samples += count
+        return out
+
+    def is_scene(self, scene: Scene) -> bool:
+        """Whether ``scene`` (N objects) is a complete scene of the environment (clingo; relationships
+        and coordinates are ignored)."""
+        return self._program.is_scene([type_id(o) for o in scene.objects])
+
+    # ------------------------------------------------------------------ rejection
+    def _calibrate(self, gen: np.random.Generator, proposals: int) -> tuple[int, int]:
+        drawn = accepted = 0
+        exact: list[np.ndarray] = []
+        while drawn < proposals and accepted < 200 and not self.proposal.empty:
+            size = min(4096, proposals - drawn)
+            X = self.proposal.draw(gen, size)
+            ok = self.check.feasible(X)
+            accepted += int(ok.sum())
+            exact.extend(X[ok][: self.pool_size - len(exact)])
+            drawn += size
+        self._exact_starts = exact  # exact uniform samples: the best starting points for the pool chains
+        return drawn, accepted
+
+    def _rejection(self, gen: np.random.Generator, budget: int) -> np.ndarray | None:
+        drawn = 0
+        while drawn < budget and not self.proposal.empty:
+            size = min(self.batch_size, budget - drawn)
+            X = self.proposal.draw(gen, size)
+            ok = np.flatnonzero(self.check.feasible(X))
+            if len(ok):
+                self.stats.proposals += int(ok[0]) + 1
+                self.stats.accepted += 1
+                return X[ok[0]].copy()
+            drawn += size
+            self.stats.proposals += size
+        return None
+
+    # ------------------------------------------------------------------ Gibbs sampler
+    def _gibbs_sample(self, gen: np.random.Generator) -> np.ndarray:
+        return self._gibbs_block(gen, 1)[0]
+
+    def _gibbs_block(self, gen: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` Gibbs samples: random pool states, ``mcmc_sweeps`` sweeps in lockstep, object ids
+        shuffled."""
+        pool = self.pool()
+        X = pool[gen.integers(len(pool), size=count)].copy()
+        self.stats.mcmc_steps += count * self.kernel.sweeps(X, gen, self.mcmc_sweeps)
+        self.stats.mcmc_samples += count
+        order = np.argsort(gen.random(X.shape), axis=1)
+        return np.take_along_axis(X, order, axis=1)
+
+    def pool(self) -> np.ndarray:
+        """The Gibbs sampler's starting states, (pool_size, N) type ids, built on first use.
+
+        ``pool_chains`` chains run in lockstep: ``burn_in`` sweeps, then one snapshot of every chain
+        after each further ``thinning`` sweeps until ``pool_size`` states are kept. The chains start
+        from the exact samples the calibration found (cycled), topped up, when there are fewer than 8,
+        with clingo models found with random decisions (:func:`random_models`), so that the chains
+        start spread over the answer sets.
+        """
+        if self._pool is None:
+            gen = np.random.default_rng([self._pool_seed, 0x9001])
+            chains = min(self.pool_chains, self.pool_size)
+            if self._exact_starts is None:  # built from a state: the calibration's exact samples, again
+                self._calibrate(np.random.default_rng([self._calibration_seed, 0x5CE7E]), self._calibration_proposals)
+            starts = list(self._exact_starts)
+            if len(starts) < min(chains, 8):
+                starts += random_models(self.environment, chains - len(starts), seed=self._pool_seed)
+            starts = starts or [self._start]
+            X = np.array([starts[k % len(starts)] for k in range(chains)], dtype=np.int64)
+            self.stats.mcmc_steps += chains * self.kernel.sweeps(X, gen, self.burn_in)
+            snapshots: list[np.ndarray] = []
+            while len(snapshots) < self.pool_size:
+                self.stats.mcmc_steps += chains * self.kernel.sweeps(X, gen, self.thinning)
+                snapshots.extend(X.copy())
+            self._pool = np.array(snapshots[: self.pool_size])
+        return self._pool
