@@ -3,12 +3,12 @@ generator's cheap pre-filter of questions whose answer would be the whole domain
 
 from __future__ import annotations
 
-import clingo
 import numpy as np
 
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import SolverTimeoutError
-from clevr_poc.knowledge import read_asp
+from clevr_poc.solver.control import make_control
+from clevr_poc.solver.programs import environment_program, object_symbols
 from clevr_poc.solver.watchdog import solve_brave
 from clevr_poc.scene import Scene
 
@@ -16,10 +16,6 @@ from clevr_poc.scene import Scene
 Candidate = tuple[str, str, str, str, int]
 #: Position of each field in a :data:`Candidate`.
 CANDIDATE_FIELD = {"color": 0, "shape": 1, "size": 2, "material": 3, "region": 4}
-
-
-def _silent(code: clingo.MessageCode, message: str) -> None:  # grounder infos are not errors
-    return None
 
 
 _SCENE_CHECKS: dict[str, tuple] = {}
@@ -75,18 +71,10 @@ def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: f
     fast = _candidates_by_scene_check(environment, partial) if method == "auto" else None
     if fast is not None:
         return fast
-    hidden = len(partial)
-    facts = [
-        f"hasProperty({i},color,{o.color}). hasProperty({i},shape,{o.shape}). hasProperty({i},size,{o.size}). "
-        f"hasProperty({i},material,{o.material}). at({i},{o.region})."
-        for i, o in enumerate(partial.objects)
-    ]
-    control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=_silent)
-    control.add("base", [], "\n".join((
-        read_asp("background.lp"), f"object(0..{environment.num_objects - 1}).", environment.constraints_asp(),
-        *facts, f"hidden({hidden}).", read_asp("hidden_candidates.lp"),
-    )))
-    control.ground([("base", [])])
+    program = (environment_program(environment.num_objects, environment.constraints_asp(),
+                                   knowledge=("hidden_candidates.lp",))
+               .with_facts(object_symbols(partial)).grounding("hidden", len(partial)))
+    control = program.load(make_control(["--models=0", "--enum-mode=brave"]))
     _, symbols, timed_out = solve_brave(control, (), time_limit)
     if timed_out:
         raise SolverTimeoutError(f"clingo did not finish within {time_limit:g} s (hidden object candidates)")

@@ -15,12 +15,12 @@ from clevr_poc.generation.object_types import (
     FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE, NUM_TYPES, TYPE_FIELDS, UNARY_TEMPLATES, VALUE_INDEX,
     scene_from_types,
 )
-from clevr_poc.knowledge import read_asp
 from clevr_poc.scene import Scene
+from clevr_poc.solver.control import make_control
+from clevr_poc.solver.programs import environment_program
 
-
-def _silent(code: clingo.MessageCode, message: str) -> None:
-    return None
+#: What the scene programs show: the objects' attributes and regions.
+_SHOW_SCENE = "#show hasProperty/3. #show at/2."
 
 
 def allowed_types(constraints) -> np.ndarray:
@@ -35,10 +35,8 @@ def allowed_types(constraints) -> np.ndarray:
 
 @lru_cache(maxsize=256)
 def _allowed_types(unary: str) -> np.ndarray:
-    control = clingo.Control(["--models=0"], logger=_silent)
-    control.add("base", [], "\n".join((read_asp("background.lp"), "object(0).", unary,
-                                        "#show hasProperty/3. #show at/2.")))
-    control.ground([("base", [])])
+    control = (environment_program(1, unary).with_text("rules", _SHOW_SCENE)
+               .load(make_control(["--models=0"])))
     # each shown atom adds its field's share of the type id (symbols hash in C: no per-model parsing)
     share: dict[clingo.Symbol, int] = {}
     for atom in control.symbolic_atoms.by_signature("hasProperty", 3):
@@ -63,10 +61,8 @@ class SceneProgram:
 
     def __init__(self, environment: Environment, arguments: tuple[str, ...] = ()) -> None:
         self.num_objects = environment.num_objects
-        control = clingo.Control(list(arguments), logger=_silent)
-        control.add("base", [], "\n".join((read_asp("background.lp"), f"object(0..{self.num_objects - 1}).",
-                                            environment.constraints_asp(), "#show hasProperty/3. #show at/2.")))
-        control.ground([("base", [])])
+        control = (environment_program(self.num_objects, environment.constraints_asp())
+                   .with_text("rules", _SHOW_SCENE).load(make_control(arguments)))
         self.literal: dict[tuple, int] = {}
         for atom in control.symbolic_atoms.by_signature("hasProperty", 3):
             o, a, v = atom.symbol.arguments
