@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from clevr_poc.errors import ClevrPocError
+from clevr_poc.progress import progress_bar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -128,7 +129,8 @@ def map_ordered(
     window = max_in_flight or 4 * config.workers
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
-    bar = _progress_bar(progress, total)
+    bar = progress_bar(total, enabled=bool(progress), description=progress if isinstance(progress, str) else None,
+                       smoothing=0.05)
     try:
         if config.executor == "local" and config.workers == 1:
             results: Iterator[R] = (func(item) for item in items)
@@ -143,15 +145,6 @@ def map_ordered(
     finally:
         if bar is not None:
             bar.close()
-
-
-def _progress_bar(progress: bool | str, total: int | None):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    description = progress if isinstance(progress, str) else None
-    return tqdm(total=total, desc=description, unit="item", dynamic_ncols=True, smoothing=0.05)
 
 
 def _map_pool(func, items, config: ExecutorConfig, chunksize: int, window: int) -> Iterator[Any]:

@@ -55,6 +55,7 @@ from clevr_poc.answer import Answer
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.perception.cameras import camera_argument as as_camera
+from clevr_poc.progress import progress_bar
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
@@ -532,7 +533,7 @@ class Pipeline:
                         raise
                 raise
         answers = []
-        bar = _progress(len(inputs), progress, self.name)
+        bar = progress_bar(len(inputs), enabled=progress, description=self.name, unit="q")
         try:
             for i, item in enumerate(inputs):
                 try:
@@ -645,16 +646,6 @@ def _parser_label(parser: Any) -> str:
 def _short(exc: BaseException, limit: int = 200) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _progress(total: int, enabled: bool, desc: str) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit="q")
 
 
 __all__ = [

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.progress import progress_bar
 
 #: Python modules the demo needs and the extra that installs each.
 REQUIREMENTS: tuple[tuple[str, str], ...] = (
@@ -266,11 +267,7 @@ def answer_examples(pipeline: Any, examples: Sequence[Any], *, progress: bool = 
     gold_scene = Pipeline(None, pipeline.parser, reasoner=pipeline.reasoner)
     tables: dict[str, dict[str, Any]] = {MAIN_MODEL: {}, GOLD_SCENE_MODEL: {}, GOLD_MODEL: {}}
     scenes: list[Any] = []
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(examples), desc="answering", unit="q", dynamic_ncols=True)
+    bar = progress_bar(len(examples), enabled=progress, description="answering", unit="q")
     try:
         for i, (example, query) in enumerate(zip(examples, queries)):
             key = example_key(example, i)

@@ -39,6 +39,7 @@ from clevr_poc import domain
 from clevr_poc._io import atomic_write_json, read_json
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.metrics import exact_match, jaccard_index
+from clevr_poc.progress import progress_bar
 
 #: Breakdown keys of :class:`EvaluationReport`, in report order.
 BREAKDOWNS: tuple[str, ...] = ("attribute", "family", "template", "num_objects", "environment")
@@ -405,16 +406,6 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-def _progress_bar(total: int | None, enabled: bool, desc: str) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional: no bar without it
-        return None
-    return tqdm(total=total, desc=desc, unit="q")
-
-
 def model_name(model: Any) -> str:
     """``model.name`` if the model has one, else its class name."""
     return str(getattr(model, "name", None) or type(model).__name__)
@@ -466,7 +457,7 @@ def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name
         total = None
     label = name or model_name(model)
     store = Checkpoint(checkpoint, label) if checkpoint is not None else None
-    bar = _progress_bar(total, progress, label)
+    bar = progress_bar(total, enabled=progress, description=label, unit="q")
     results: list[ExampleResult] = []
     try:
         for chunk in _chunks(examples, batch_size if batch is not None else 1):

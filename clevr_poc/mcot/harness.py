@@ -34,6 +34,7 @@ from clevr_poc.mcot.metrics import (ExplanationScores, ScoredItem, explanation_s
                                     parse_statistics, scienceqa_accuracy)
 from clevr_poc.mcot.prompts import (SCIENCEQA_MAX_TOKENS, SCIENCEQA_STOP, build_m3cot_plan, build_scienceqa_prompt,
                                     normalize_m3cot_strategy, normalize_scienceqa_format, sample_demonstrations)
+from clevr_poc.progress import progress_bar
 
 
 #: How item images reach the model (module docstring).
@@ -53,11 +54,7 @@ def _run_items(pending: Sequence[Any], work: Callable[[Any], Any], done: Callabl
     ``save_every`` items (rounded up to a multiple of ``workers``) and once more if a request fails."""
     if workers < 1 or save_every < 1:
         raise ValueError(f"workers and save_every must be >= 1, got {workers}, {save_every}")
-    bar = None
-    if progress and pending:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(pending), desc=desc, unit="q", dynamic_ncols=True)
+    bar = progress_bar(len(pending), enabled=progress and bool(pending), description=desc, unit="q")
     chunk = max(save_every, workers) if workers > 1 else save_every
     pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
     finished = 0

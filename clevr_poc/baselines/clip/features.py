@@ -43,6 +43,7 @@ from clevr_poc.baselines.clip.encoders import EncoderSpec, FrozenEncoders, ident
 from clevr_poc.baselines.clip.errors import MissingImageError
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.metrics import to_multi_hot
+from clevr_poc.progress import progress_bar
 
 #: The three ways of giving the constraints (paper Table 2: CLIP-NL, CLIP-ASP, CLIP (no knowledge)).
 VARIANTS: tuple[str, ...] = ("nl", "asp", "none")
@@ -274,7 +275,8 @@ class FeatureExtractor:
             self._check_digest("clip")
         if todo_constraints:
             self._check_digest("gpt2")
-        bar = _bar(len(todo_images) + len(todo_questions) + len(todo_constraints), progress)
+        total = len(todo_images) + len(todo_questions) + len(todo_constraints)
+        bar = progress_bar(total, enabled=progress and total > 0, description="encoding (frozen CLIP/GPT-2)")
         try:
             self._compute(self._images, todo_images, lambda loads: self.encoders.encode_images([f() for f in loads]),
                           "image", bar)
@@ -357,13 +359,3 @@ def _open_image(path: Path, data: bytes) -> Any:
             return image.convert("RGB")
     except (UnidentifiedImageError, OSError) as exc:
         raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path) from None
-
-
-def _bar(total: int, enabled: bool) -> Any:
-    if not enabled or not total:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="encoding (frozen CLIP/GPT-2)", unit="item")
