@@ -11,7 +11,8 @@ import pytest
 from clevr_poc import domain
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.generation.template_files import OBJECT_NODES, FAMILIES, load_templates
-from clevr_poc.generation.question_generator import VARIABLES, Instance, QuestionGenerator
+from clevr_poc.generation.question_generator import QuestionGenerator
+from clevr_poc.generation.question_instance import VARIABLES, Instance
 from clevr_poc.llm import LLMBackendError, OpenAIChatBackend
 from clevr_poc.llm.testing import ChatCompletionsServer, ServerFailure
 from clevr_poc.parsing.llm_parser import (

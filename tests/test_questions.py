@@ -13,9 +13,8 @@ from clevr_poc import FormatError, domain
 from clevr_poc.environments import Constraint as C, Environment
 from clevr_poc.generation.template_files import FAMILIES, load_template_file, load_templates
 from clevr_poc.generation.answer_balancer import AnswerBalancer
-from clevr_poc.generation.question_generator import (
-    InconsistentSceneError, Instance, QuestionGenerator, TemplateNotApplicable, tidy_text,
-)
+from clevr_poc.generation.question_generator import InconsistentSceneError, QuestionGenerator, TemplateNotApplicable
+from clevr_poc.generation.question_instance import Instance, tidy_text
 from clevr_poc.generation.candidate_objects import hidden_candidates
 from clevr_poc.reasoning import Reasoner, sanitize_query
 from clevr_poc.scene import Scene, SceneObject as O, compute_relationships

@@ -9,7 +9,8 @@ Modules, in the order data flows through them:
   (:class:`SceneSampler`), :mod:`~clevr_poc.generation.partial_scenes`;
 - 3D layout and visibility: :mod:`~clevr_poc.generation.layout`;
 - questions: :mod:`~clevr_poc.generation.template_files`, :mod:`~clevr_poc.generation.candidate_objects`,
-  :mod:`~clevr_poc.generation.answer_balancer`, :mod:`~clevr_poc.generation.question_generator`;
+  :mod:`~clevr_poc.generation.answer_balancer`, :mod:`~clevr_poc.generation.question_instance`,
+  :mod:`~clevr_poc.generation.question_generator`;
 - datasets: :mod:`~clevr_poc.generation.dataset_config`, :mod:`~clevr_poc.generation.example_plan`,
   :mod:`~clevr_poc.generation.example_generation` (one example, in a worker),
   :mod:`~clevr_poc.generation.dataset_writer` (:func:`generate_dataset`), :mod:`~clevr_poc.generation.stats`.

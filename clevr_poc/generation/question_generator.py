@@ -53,9 +53,7 @@ Templates: :mod:`clevr_poc.generation.template_files`; answer balancing:
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
@@ -63,18 +61,18 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.answer_balancer import AnswerBalancer
 from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate, hidden_candidates
-from clevr_poc.generation.template_files import (
-    DESCRIPTION_ORDER, OBJECT_NODES, OPTIONAL_WORDS, TEXT_SLOT, QuestionTemplate, TemplateNode, load_templates,
+from clevr_poc.generation.question_instance import (
+    VARIABLES, Instance, asp_query, functional_program, intended_query, possible_values, question_text,
 )
-from clevr_poc.parsing.official_form import to_official_form
+from clevr_poc.generation.template_files import (
+    DESCRIPTION_ORDER, OBJECT_NODES, QuestionTemplate, TemplateNode, load_templates,
+)
 from clevr_poc.question import Question
 from clevr_poc.scene import Scene, SceneObject
 
 #: Default shares of query attributes (paper Appendix B: 40/40/10/10 for color/shape/size/material).
 QUERY_ATTRIBUTE_SHARES: Mapping[str, float] = {"color": 0.4, "shape": 0.4, "size": 0.1, "material": 0.1}
 
-#: ASP variable names: the query object is X, references follow by distance from it.
-VARIABLES: tuple[str, ...] = ("X", "Y", "Z", "W", "V", "U", "T")
 
 
 class InconsistentSceneError(ClevrPocError):
@@ -85,25 +83,6 @@ class InconsistentSceneError(ClevrPocError):
 class TemplateNotApplicable(ClevrPocError):
     """This instantiation attempt cannot satisfy the template on this scene (no reference object in the
     drawn relation, no unique description, an ``OUT_NEQ`` constraint fails); the generator tries again."""
-
-
-@dataclass
-class Instance:
-    """A template instantiated on a complete scene (before labelling).
-
-    Attributes:
-        template: the template.
-        objects: object node index -> complete-scene object id.
-        variables: object node index -> ASP variable (``"X"`` is the query object).
-        values: parameter name -> value (``""`` for an empty slot; relations as ``left``/...).
-        outputs: node index -> output on the complete scene (frozenset of ids, or an id).
-    """
-
-    template: QuestionTemplate
-    objects: dict[int, int] = field(default_factory=dict)
-    variables: dict[int, str] = field(default_factory=dict)
-    values: dict[str, str] = field(default_factory=dict)
-    outputs: dict[int, Any] = field(default_factory=dict)
 
 
 def _matches(obj: SceneObject, description: Mapping[str, str]) -> bool:
@@ -405,185 +384,23 @@ class QuestionGenerator:
             attribute = rest.pop(0)
             description[attribute] = target.attribute(attribute)
 
-    # ------------------------------------------------------------------ renderings
+    # ------------------------------------------------------------------ renderings (question_instance)
     def asp_query(self, instance: Instance) -> str:
-        """The ASP query in the official form (:func:`clevr_poc.parsing.official_form.to_official_form`):
-        ``missing(Q) :- hasProperty(X,<attr>,Q), <descriptions>, <relations>, <inequalities>.``
-
-        References are described by attributes only; ``rel(Y,X)`` means X is rel of Y; "the other X with
-        the same P as Y" is ``X!=Y, same_P(Y,X)`` (paper Appendix A). Variables are X, then Y (one
-        reference) or Y1, Y2, Y3 by hop from X (the reference named first in the question text first
-        among equals: ``single_and``'s ``<R2>`` reference is Y1), and every pair of object variables is
-        distinct (``X!=Y1, Y1!=Y2, X!=Y2``, ...), as the official generator writes them.
-        """
-        literals = [f"hasProperty(X,{instance.template.query_attribute},Q)"]
-        literals += self._description_literals(instance)
-        # links ordered by their child's variable (X, Y, Z, W: by hop, text order among equals), so
-        # that to_official_form numbers the references in that order
-        links = self._structure_literals(instance, pinned=None)
-        rank = {v: k for k, v in enumerate(VARIABLES)}
-        links.sort(key=lambda lit: max(rank[v] for v in re.findall(r"\b[A-Z]\b", lit)))
-        return to_official_form(f"missing(Q) :- {', '.join(literals + links)}.")
+        """:func:`clevr_poc.generation.question_instance.asp_query`."""
+        return asp_query(instance)
 
     def intended_query(self, instance: Instance, hidden_index: int) -> str:
-        """The question with every reference object of the query object pinned to its id in the partial
-        scene (the query object stays the variable X). Its answer is what the question means; see the
-        module docstring."""
-        template = instance.template
-        query_object = template.nodes[-1].inputs[0]
-
-        def partial_id(obj: int) -> int:
-            return obj - 1 if obj > hidden_index else obj
-
-        pinned = {node: str(partial_id(obj)) for node, obj in instance.objects.items() if node != query_object}
-        literals = [f"hasProperty(X,{template.query_attribute},Q)"]
-        literals += [lit for lit in self._description_literals(instance, only=query_object)]
-        literals += [lit for lit in self._structure_literals(instance, pinned=pinned, only=query_object)
-                     if "!=" not in lit]
-        return f"missing(Q) :- {', '.join(literals)}."
+        """:func:`clevr_poc.generation.question_instance.intended_query`."""
+        return intended_query(instance, hidden_index)
 
     def possible_values(self, instance: Instance, candidates: Iterable[Candidate], scene: Scene) -> frozenset[str]:
-        """The intended answer computed from the hidden object's candidates (see :func:`hidden_candidates`):
-        values of the queried attribute over candidates that match the query object's description and its
-        direct references (region adjacency for ``R(ref,X)``, equal value for ``same_P(ref,X)``).
-
-        It is contained in the official answer (a model for each of these values exists), so a whole
-        domain here means a whole domain there.
-        """
-        template = instance.template
-        query_object = template.nodes[-1].inputs[0]
-        node = template.nodes[query_object]
-        description = {a: instance.values[slot] for a, slot in zip(DESCRIPTION_ORDER, node.side_inputs[-4:])
-                       if instance.values.get(slot)}
-        regions: set[int] = set(domain.REGIONS)
-        same: dict[str, str] = {}
-
-        def visit(set_node: int) -> None:
-            n = template.nodes[set_node]
-            if n.type == "relate":
-                restrict(instance.values[n.side_inputs[0]], instance.objects[n.inputs[0]])
-            elif n.type == "intersect":
-                for j in n.inputs:
-                    visit(j)
-            elif n.type.startswith("same_"):
-                attribute = n.type[len("same_"):]
-                same[attribute] = scene.objects[instance.objects[n.inputs[0]]].attribute(attribute)
-
-        def restrict(relation: str, ref: int) -> None:
-            ref_region = scene.objects[ref].region
-            regions.intersection_update(r for r in domain.REGIONS
-                                        if (ref_region, r) in domain.REGION_ADJACENCY[relation])
-
-        if node.type == "relate_filter_unique":
-            restrict(instance.values[node.side_inputs[0]], instance.objects[node.inputs[0]])
-        else:
-            visit(node.inputs[0])
-        wanted = {**description, **same}
-        position = CANDIDATE_FIELD[template.query_attribute]
-        return frozenset(
-            c[position] for c in candidates
-            if c[4] in regions and all(c[CANDIDATE_FIELD[a]] == v for a, v in wanted.items())
-        )
-
-    def _ordered_object_nodes(self, instance: Instance) -> list[int]:
-        return sorted(instance.variables, key=lambda i: VARIABLES.index(instance.variables[i]))
-
-    def _description_literals(self, instance: Instance, only: int | None = None) -> list[str]:
-        literals = []
-        for i in self._ordered_object_nodes(instance):
-            if only is not None and i != only:
-                continue
-            node = instance.template.nodes[i]
-            var = instance.variables[i]
-            for attribute, slot in zip(DESCRIPTION_ORDER, node.side_inputs[-4:]):
-                value = instance.values.get(slot, "")
-                if value:
-                    literals.append(f"hasProperty({var},{attribute},{value})")
-        return literals
-
-    def _structure_literals(self, instance: Instance, pinned: Mapping[int, str] | None,
-                            only: int | None = None) -> list[str]:
-        nodes = instance.template.nodes
-
-        def term(node: int) -> str:
-            if pinned is not None and node in pinned:
-                return pinned[node]
-            return instance.variables[node]
-
-        def for_set(set_node: int, var: str) -> list[str]:
-            node = nodes[set_node]
-            if node.type == "scene":
-                return []
-            if node.type == "relate":
-                return [f"{instance.values[node.side_inputs[0]]}({term(node.inputs[0])},{var})"]
-            if node.type == "intersect":
-                return for_set(node.inputs[0], var) + for_set(node.inputs[1], var)
-            ref = term(node.inputs[0])  # same_<attribute>
-            return [f"{var}!={ref}", f"{node.type}({ref},{var})"]
-
-        literals = []
-        for i in self._ordered_object_nodes(instance):
-            if only is not None and i != only:
-                continue
-            node = nodes[i]
-            var = term(i)
-            if node.type == "relate_filter_unique":
-                literals.append(f"{instance.values[node.side_inputs[0]]}({term(node.inputs[0])},{var})")
-            else:
-                literals += for_set(node.inputs[0], var)
-        return literals
+        """:func:`clevr_poc.generation.question_instance.possible_values`."""
+        return possible_values(instance, candidates, scene)
 
     def program(self, instance: Instance) -> list[dict[str, Any]]:
-        """The CLEVR functional program, expanded (``filter_unique`` -> ``filter_<attr>``... + ``unique``,
-        ``relate_filter_unique`` -> ``relate`` + filters + ``unique``), nodes ``{"type", "inputs",
-        "side_inputs"}`` with values as ASP constants (``"large"``, ``"left"``)."""
-        program: list[dict[str, Any]] = []
-        where: dict[int, int] = {}
-
-        def add(node_type: str, inputs: list[int], side: list[str]) -> int:
-            program.append({"type": node_type, "inputs": inputs, "side_inputs": side})
-            return len(program) - 1
-
-        for i, node in enumerate(instance.template.nodes):
-            inputs = [where[j] for j in node.inputs]
-            if node.type in OBJECT_NODES:
-                current = inputs[0]
-                if node.type == "relate_filter_unique":
-                    current = add("relate", [current], [instance.values[node.side_inputs[0]]])
-                for attribute, slot in zip(DESCRIPTION_ORDER, node.side_inputs[-4:]):
-                    if instance.values.get(slot):
-                        current = add(f"filter_{attribute}", [current], [instance.values[slot]])
-                where[i] = add("unique", [current], [])
-            elif node.type == "relate":
-                where[i] = add("relate", inputs, [instance.values[node.side_inputs[0]]])
-            else:
-                where[i] = add(node.type, inputs, [])
-        return program
+        """:func:`clevr_poc.generation.question_instance.functional_program`."""
+        return functional_program(instance)
 
     def render_text(self, instance: Instance, rng: random.Random) -> str:
-        """Fill a random text variant: synonyms for values and relations, ``thing``/``object`` for an
-        empty shape, optional ``[words]`` kept with probability 1/2, spaces and a/an tidied."""
-        template = instance.template
-        text = rng.choice(template.text)
-        text = OPTIONAL_WORDS.sub(lambda m: m.group(1) if rng.random() < 0.5 else "", text)
-        types = template.param_types
-
-        def fill(match: re.Match[str]) -> str:
-            name = match.group(0)
-            value = instance.values.get(name, "")
-            if types[name] == "Shape" and not value:
-                value = "thing"
-            if not value:
-                return ""
-            return rng.choice(domain.SYNONYMS.get(value, (value,)))
-
-        text = TEXT_SLOT.sub(fill, text)
-        return tidy_text(text)
-
-
-def tidy_text(text: str) -> str:
-    """Collapse spaces, drop spaces before punctuation, ``a`` -> ``an`` before a vowel, capitalise."""
-    text = re.sub(r"\s+", " ", text).strip()
-    text = re.sub(r" ([?;,.])", r"\1", text)
-    text = re.sub(r"\b([Aa]) (?=[aeiouAEIOU])", r"\1n ", text)
-    return text[:1].upper() + text[1:]
+        """:func:`clevr_poc.generation.question_instance.question_text`."""
+        return question_text(instance, rng)

@@ -20,7 +20,8 @@ from typing import Iterable, Mapping, Sequence
 
 from clevr_poc.errors import FormatError
 from clevr_poc.generation.template_files import DESCRIPTION_ORDER, QuestionTemplate, load_templates
-from clevr_poc.generation.question_generator import Instance, QuestionGenerator
+from clevr_poc.generation.question_generator import QuestionGenerator
+from clevr_poc.generation.question_instance import Instance
 from clevr_poc.question import Question
 
 __all__ = ["Structure", "by_structure", "reword", "source_template", "structure", "template_values"]
