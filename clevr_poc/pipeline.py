@@ -563,7 +563,7 @@ class Pipeline:
     def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
         """Predictions (:class:`~clevr_poc.evaluation.Prediction`) of many examples; a failure of one example
         (parser, perception, solver) is its prediction's ``error``, not an exception."""
-        from clevr_poc.evaluation.report import Prediction
+        from clevr_poc.evaluation import Prediction
 
         inputs = [PipelineInput.of(e, scene_given=self.perception is None) for e in examples]
         queries: list[str | Prediction] = []

@@ -507,3 +507,24 @@ def test_cli_llm_standalone_through_a_local_server(official_dataset, tmp_path, c
         assert status == 0 and json.loads(out[-1])["n"] == 2 and len(server.requests) == 3
     status, _, err = _run_cli(argv[:-4], capsys)
     assert status == 1 and "needs --backend" in err[0]
+
+
+def test_prediction_table_answers_examples_without_image_filename_by_position():
+    """Examples without image_filename are keyed "#<position>": each gets its own row (the demo's old
+    table looked every example up as "#0")."""
+    from dataclasses import replace
+
+    from clevr_poc.evaluation import PredictionTable
+
+    examples = [make_example(i, "size", {"small"}) for i in range(3)]
+    examples = [replace(e, question=replace(e.question, image_filename=None),
+                        partial_scene=Scene(e.partial_scene.objects, e.partial_scene.relationships))
+                for e in examples]
+    table = {"#0": Prediction(frozenset({"small"})), "#1": Prediction(frozenset({"large"})), "#2": Prediction(None)}
+    report = evaluate(PredictionTable("table", examples, table), examples, progress=False, batch_size=2)
+    assert [r.key for r in report.results] == ["#0", "#1", "#2"]
+    assert [r.exact for r in report.results] == [1.0, 0.0, 0.0] and report.parse_failures == 1
+    with pytest.raises(FormatError, match="no prediction for this example"):
+        PredictionTable("table", examples, {"#0": table["#0"]})
+    with pytest.raises(FormatError, match="not one of the examples"):
+        PredictionTable("table", examples[:1], table).predict_detailed(examples[1])

@@ -176,7 +176,7 @@ def test_question_answer_that_is_not_a_value_is_a_format_error(answer):
 
 
 def test_checkpoint_line_with_a_huge_integer_is_a_format_error(tmp_path):
-    from clevr_poc.evaluation.report import Checkpoint
+    from clevr_poc.evaluation import Checkpoint
 
     path = tmp_path / "c.jsonl"
     path.write_text('{"checkpoint": "clevr_poc.evaluate", "model": "m"}\n{"key": ' + "7" * 5000 + "}\n")

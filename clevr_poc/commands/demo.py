@@ -115,19 +115,6 @@ def _positive(value: int, option: str) -> int:
 
 
 # ====================================================================== scoring helpers
-class _Precomputed:
-    """An evaluator model answering from predictions already made (key = example key)."""
-
-    def __init__(self, name: str, table: Mapping[str, Any]) -> None:
-        self.name = name
-        self._table = table
-
-    def predict_detailed(self, example: Any) -> Any:
-        from clevr_poc.evaluation.report import example_key
-
-        return self._table[example_key(example, 0)]
-
-
 def _object_key(obj: Any) -> tuple:
     return (obj.color, obj.shape, obj.size, obj.material, obj.region)
 
@@ -223,9 +210,9 @@ def run(args: argparse.Namespace) -> int:
 
     _say("[4/4] scoring and writing the report")
     clock = time.perf_counter()
-    from clevr_poc.evaluation import evaluate, write_outputs
+    from clevr_poc.evaluation import PredictionTable, evaluate, write_outputs
 
-    reports = {name: evaluate(_Precomputed(name, table), examples, progress=False, split=SPLIT)
+    reports = {name: evaluate(PredictionTable(name, examples, table), examples, progress=False, split=SPLIT)
                for name, table in results["predictions"].items()}
     example = worked_example(pipeline, examples, results)
     perception = perception_summary(results["scenes"], [e.partial_scene for e in examples])
@@ -260,7 +247,7 @@ def _say(text: str) -> None:
 def answer_examples(pipeline: Any, examples: Sequence[Any], *, progress: bool = True) -> dict[str, Any]:
     """Answer every example three ways (module doc): returns ``{"predictions": model -> key -> Prediction,
     "scenes": perceived scenes (None on failure), "queries": parsed queries}``."""
-    from clevr_poc.evaluation.report import Prediction, example_key
+    from clevr_poc.evaluation import Prediction, example_key
     from clevr_poc.pipeline import Pipeline
 
     queries = pipeline.parse_batch([e.question for e in examples])
@@ -291,7 +278,7 @@ def answer_examples(pipeline: Any, examples: Sequence[Any], *, progress: bool = 
 
 
 def _predict(pipeline: Any, example: Any, scene: Any, query: str) -> Any:
-    from clevr_poc.evaluation.report import Prediction
+    from clevr_poc.evaluation import Prediction
 
     try:
         answer = pipeline.answer(question=example.question, environment=example.environment, scene=scene,
@@ -305,7 +292,7 @@ def worked_example(pipeline: Any, examples: Sequence[Any], results: Mapping[str,
     """One example answered from pixels, explained: the first one answered exactly, from a perceived scene
     with as many objects as the gold one, whose explanation eliminates a value by environment constraints
     (else the first such correct one, else the first correct one, else the first one)."""
-    from clevr_poc.evaluation.report import example_key
+    from clevr_poc.evaluation import example_key
 
     table = results["predictions"][MAIN_MODEL]
     ranked = []

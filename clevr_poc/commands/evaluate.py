@@ -282,7 +282,7 @@ def _program_accuracy(report: Any, examples: list[Any]) -> dict[str, Any]:
 
 def _cached(path: str, model: Any, examples: list[Any]) -> int:
     """How many of ``examples`` already have a prediction in the checkpoint file (0 for a new file)."""
-    from clevr_poc.evaluation.report import Checkpoint, model_name
+    from clevr_poc.evaluation import Checkpoint, model_name
 
     if not Path(path).is_file():
         return 0
@@ -291,7 +291,7 @@ def _cached(path: str, model: Any, examples: list[Any]) -> int:
 
 
 def _key(example: Any, position: int) -> str:
-    from clevr_poc.evaluation.report import example_key
+    from clevr_poc.evaluation import example_key
 
     return example_key(example, position)
 

@@ -9,7 +9,9 @@
     write_outputs(report, "results/")         # report.json, table2.md, breakdowns.md, plots/
 
 See :mod:`clevr_poc.evaluation.metrics` for the edge cases (both sets empty -> Jaccard 1.0; a parse
-failure scores 0) and :mod:`clevr_poc.evaluation.report` for the model protocol and the breakdowns.
+failure scores 0) and :mod:`clevr_poc.evaluation.report` for the model protocol and the breakdowns
+(:mod:`.evaluator` runs a model, :mod:`.precomputed` scores predictions already made, :mod:`.checkpoint`
+resumes a run).
 """
 
 from clevr_poc.evaluation.metrics import (
@@ -17,14 +19,17 @@ from clevr_poc.evaluation.metrics import (
     jaccard_scores, mean_jaccard, parsed_mask, to_multi_hot,
 )
 from clevr_poc.evaluation.outputs import write_outputs
+from clevr_poc.evaluation.checkpoint import Checkpoint
+from clevr_poc.evaluation.evaluator import evaluate, example_key, model_name, score_example
+from clevr_poc.evaluation.precomputed import PredictionTable, score_predictions
 from clevr_poc.evaluation.report import (
-    BREAKDOWNS, Checkpoint, EvaluationReport, ExampleResult, GroupScore, Prediction, evaluate, normalize_prediction,
-    score_predictions,
+    BREAKDOWNS, EvaluationReport, ExampleResult, GroupScore, Prediction, normalize_prediction,
 )
 from clevr_poc.evaluation.tables import breakdown_markdown, table2_markdown
 
 __all__ = [
     "BREAKDOWNS", "Checkpoint", "EvaluationReport", "ExampleResult", "GroupScore", "LABEL_INDEX", "NUM_LABELS", "Prediction",
+    "PredictionTable", "example_key", "model_name", "score_example",
     "breakdown_markdown", "evaluate", "exact_accuracy", "exact_match", "exact_match_scores", "from_multi_hot",
     "jaccard_index", "jaccard_scores", "mean_jaccard", "normalize_prediction", "parsed_mask",
     "score_predictions", "table2_markdown", "to_multi_hot", "write_outputs",

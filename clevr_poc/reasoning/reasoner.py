@@ -78,7 +78,7 @@ class Reasoner:
     Every query goes through :func:`~clevr_poc.reasoning.sanitizer.sanitize_query`, a
     :class:`SanitizedQuery` too (its text is checked again: a hand-built one is not trusted);
     environments come as :class:`~clevr_poc.environments.Environment` objects (files are checked when
-    read). Thread-safe: every call builds its own clingo ``Control`` or worker call.
+    read).
     """
 
     MODES = ("compiled", "direct")
