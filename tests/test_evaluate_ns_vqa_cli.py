@@ -275,7 +275,7 @@ def test_evaluate_from_pixels_on_a_release_without_cameras(capsys):
     status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
                                "--scene", "perception", "--device", "cpu"], capsys)
     summary = json.loads(out[-1])
-    assert status == 0 and summary["n"] == 6
+    assert status == 0 and summary["n"] == 6 and summary["exact_accuracy"] >= 4 / 6   # 0.327 before varied training
     status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
                                "--scene", "perception", "--camera", "from-scene", "--limit", "1"], capsys)
     # from-scene on a scene without a camera: the question fails (counted) rather than being guessed
