@@ -42,262 +42,26 @@ A pipeline is also an evaluator model (``predict`` / ``predict_batch`` / ``predi
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
-
-from clevr_poc._io import read_json
 from clevr_poc.answer import Answer
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.model_folders import (  # noqa: F401  (public names of clevr_poc.pipeline)
+    MODELS_ENV, PARSER_DIR, PARSERS, PERCEPTION_DIR, SCENE_SOURCES, CheckpointNotFoundError, PipelineError,
+    _require, check_checkpoints, default_models_dir,
+)
 from clevr_poc.perception.cameras import camera_argument as as_camera
+from clevr_poc.pipeline_inputs import PipelineInput, as_environment, as_image, as_scene  # noqa: F401
 from clevr_poc.progress import progress_bar
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
 
-#: Where a scene comes from: perceived from the image, or given by the caller.
-SCENE_SOURCES: tuple[str, ...] = ("perception", "given")
-#: Question parsers: BiLSTM seq2seq, few-shot LLM, or the given (gold) ASP query.
-PARSERS: tuple[str, ...] = ("bilstm", "llm", "given")
-#: Environment variable naming the models folder (overrides the repository's ``models/``).
-MODELS_ENV = "CLEVR_POC_MODELS"
-#: Sub-folders of a models folder.
-PERCEPTION_DIR = "perception"
-PARSER_DIR = "parser_bilstm"
-#: Files a checkpoint folder must hold.
-PERCEPTION_FILES: tuple[str, ...] = ("perception.pt",)
-PARSER_FILES: tuple[str, ...] = ("config.json", "vocab.json", "weights.pt")
-
-_HOW_TO_GET = {
-    PERCEPTION_DIR: ("the perception model is shipped in models/perception/ of a clone of the clevr_poc repository "
-                     f"(point {MODELS_ENV} or from_pretrained(path) at a models folder), or train one: "
-                     "python -m clevr_poc.perception train --dataset DIR --out models/perception"),
-    PARSER_DIR: ("the BiLSTM parser is shipped in models/parser_bilstm/ of a clone of the clevr_poc repository "
-                 f"(point {MODELS_ENV} or from_pretrained(path) at a models folder), or train one: "
-                 "python -m clevr_poc.train_parser --dataset DIR --out models/parser_bilstm"),
-}
-
-
-class PipelineError(ClevrPocError):
-    """The pipeline cannot be built (a missing optional dependency, bad settings) or cannot answer
-    (a question the parser could not turn into ASP, a missing input)."""
-
-
-class CheckpointNotFoundError(PipelineError, FileNotFoundError):
-    """A checkpoint folder or file is missing.
-
-    Attributes:
-        path: the missing folder or file.
-        hint: how to get it.
-    """
-
-    def __init__(self, what: str, path: Path, hint: str) -> None:
-        self.path = Path(path)
-        self.hint = hint
-        super().__init__(f"{what} not found: {self.path} ({hint})")
-
 
 class QuestionParseError(PipelineError):
     """The question parser produced no ASP query (an LLM reply without a valid rule, an empty parse)."""
-
-
-# ====================================================================== locating checkpoints
-def default_models_dir() -> Path:
-    """The models folder: ``$CLEVR_POC_MODELS`` if set, else ``models/`` of the repository this package
-    was loaded from (a clone, or an editable install), else ``./models``.
-
-    The folder is not checked here (see :meth:`Pipeline.from_pretrained`).
-    """
-    env = os.environ.get(MODELS_ENV)
-    if env:
-        return Path(env).expanduser()
-    repository = Path(__file__).resolve().parent.parent / "models"
-    if repository.is_dir():
-        return repository
-    local = Path.cwd() / "models"
-    return local if local.is_dir() else repository
-
-
-def _checkpoint(folder: Path, kind: str, files: Sequence[str]) -> Path:
-    if not folder.is_dir():
-        raise CheckpointNotFoundError(f"{kind} checkpoint folder", folder, _HOW_TO_GET[kind])
-    for name in files:
-        if not (folder / name).is_file():
-            raise CheckpointNotFoundError(f"{kind} checkpoint file", folder / name, _HOW_TO_GET[kind])
-    return folder
-
-
-def check_checkpoints(path_or_name: str | os.PathLike[str] | None = None, *, scene_source: str = "perception",
-                      parser: str = "bilstm", perception_path: str | os.PathLike[str] | None = None,
-                      parser_path: str | os.PathLike[str] | None = None) -> dict[str, Path]:
-    """The checkpoint folders :meth:`Pipeline.from_pretrained` would load, checked (nothing is loaded).
-
-    Returns:
-        ``{"perception": folder, "parser_bilstm": folder}``, only the parts the settings need.
-
-    Raises:
-        PipelineError: an unknown ``scene_source`` or ``parser``.
-        CheckpointNotFoundError: a folder or file is missing (naming it and how to get it).
-    """
-    if scene_source not in SCENE_SOURCES:
-        raise PipelineError(f"scene_source must be one of {list(SCENE_SOURCES)}, got {scene_source!r}")
-    if parser not in PARSERS:
-        raise PipelineError(f"parser must be one of {list(PARSERS)}, got {parser!r}")
-    default = path_or_name is None or (isinstance(path_or_name, str) and path_or_name == "default")
-    root = default_models_dir() if default else Path(path_or_name)
-    found: dict[str, Path] = {}
-    if scene_source == "perception":
-        if perception_path is None and not root.is_dir():
-            raise CheckpointNotFoundError("models folder", root, _HOW_TO_GET[PERCEPTION_DIR])
-        found[PERCEPTION_DIR] = _checkpoint(Path(perception_path) if perception_path else root / PERCEPTION_DIR,
-                                            PERCEPTION_DIR, PERCEPTION_FILES)
-    if parser == "bilstm":
-        if parser_path is None and not root.is_dir():
-            raise CheckpointNotFoundError("models folder", root, _HOW_TO_GET[PARSER_DIR])
-        found[PARSER_DIR] = _checkpoint(Path(parser_path) if parser_path else root / PARSER_DIR, PARSER_DIR,
-                                        PARSER_FILES)
-    return found
-
-
-def _require(module: str, extra: str, what: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        raise PipelineError(f"{what} needs {module}: pip install 'clevr-poc[{extra}]' (or pip install '.[{extra}]' "
-                            f"in a clone)")
-
-
-# ====================================================================== input coercion
-def as_environment(environment: Any) -> Environment:
-    """An :class:`Environment` from an Environment or the path of an official ``.lp`` file.
-
-    Raises:
-        FormatError: None, another type, a missing file or a malformed program.
-    """
-    if isinstance(environment, Environment):
-        return environment
-    if isinstance(environment, (str, os.PathLike)):
-        path = Path(environment)
-        if not path.is_file():
-            raise FormatError("environment file not found", source=path, field="environment")
-        return Environment.from_lp(path)
-    raise FormatError("an environment is a clevr_poc.Environment or the path of an .lp file", field="environment",
-                      value=type(environment).__name__)
-
-
-def as_scene(scene: Any) -> Scene:
-    """A :class:`Scene` from a Scene, a scene JSON mapping or the path of a scene JSON file.
-
-    Raises:
-        FormatError: another type, a missing file or a malformed scene.
-    """
-    if isinstance(scene, Scene):
-        return scene
-    if isinstance(scene, (str, os.PathLike)):
-        return Scene.from_file(scene)
-    if isinstance(scene, Mapping):
-        return Scene.from_json(dict(scene), source="scene")
-    raise FormatError("a scene is a clevr_poc.Scene, its JSON, or the path of a scene JSON file", field="scene",
-                      value=type(scene).__name__)
-
-
-def as_image(image: Any) -> np.ndarray:
-    """The image as a writable, C-contiguous uint8 array of shape (H, W, 3), RGB.
-
-    Accepts a file path (PNG, JPEG, ...), a PIL image, or a numpy array (H, W, 3) / (H, W, 4) of uint8
-    (0-255) or floats in [0, 1] (alpha dropped).
-
-    Raises:
-        FormatError: None, another type, a missing or unreadable file, a bad shape or dtype.
-    """
-    if isinstance(image, (str, os.PathLike)):
-        path = Path(image)
-        if not path.is_file():
-            raise FormatError("image file not found", source=path, field="image")
-        try:
-            from PIL import Image, UnidentifiedImageError
-        except ImportError:
-            raise PipelineError("reading image files needs Pillow: pip install 'clevr-poc[vision]'") from None
-        try:
-            with Image.open(path) as opened:
-                return np.array(opened.convert("RGB"), dtype=np.uint8)
-        except (UnidentifiedImageError, OSError) as exc:
-            raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path,
-                              field="image") from None
-    if hasattr(image, "convert") and hasattr(image, "size") and hasattr(image, "mode"):  # PIL.Image.Image
-        return np.array(image.convert("RGB"), dtype=np.uint8)
-    if isinstance(image, np.ndarray):
-        array = image
-        if array.ndim == 3 and array.shape[2] == 4:
-            array = array[:, :, :3]
-        if array.ndim != 3 or array.shape[2] != 3 or array.shape[0] < 1 or array.shape[1] < 1:
-            raise FormatError("an image array must have shape (H, W, 3) (RGB) or (H, W, 4) (RGBA)", field="image",
-                              value=tuple(image.shape))
-        if array.dtype == np.uint8:
-            return np.ascontiguousarray(array) if array.flags.writeable else np.array(array)
-        if np.issubdtype(array.dtype, np.floating):
-            if not np.isfinite(array).all() or array.min() < 0 or array.max() > 1:
-                raise FormatError("a float image array must hold finite values in [0, 1]", field="image",
-                                  value=str(array.dtype))
-            return np.ascontiguousarray((array * 255).round().astype(np.uint8))
-        raise FormatError("an image array must be uint8 (0-255) or float in [0, 1]", field="image",
-                          value=str(array.dtype))
-    raise FormatError("an image is a file path, a PIL image or a numpy array (H, W, 3) uint8", field="image",
-                      value=type(image).__name__)
-
-
-# ====================================================================== inputs of one question
-@dataclass(frozen=True)
-class PipelineInput:
-    """One question for :meth:`Pipeline.answer_batch` (the arguments of :meth:`Pipeline.answer`).
-
-    Attributes:
-        image: path, PIL image or uint8 (H, W, 3) array; None when the scene is given.
-        question: English text or a :class:`Question` (its ``text``, and its ``asp_query`` for
-            ``parser="given"``).
-        environment: :class:`Environment` or ``.lp`` path.
-        scene: the partial scene (Scene, JSON or path); skips perception when set.
-        camera: Camera, camera JSON, a preset name, or the rendered scene (Scene, JSON or path); None: the
-            pipeline's camera source (default: the official camera).
-        query: an ASP query; skips the parser when set.
-    """
-
-    image: Any = None
-    question: Any = None
-    environment: Any = None
-    scene: Any = None
-    camera: Any = None
-    query: str | None = None
-
-    @classmethod
-    def of(cls, item: Any, *, scene_given: bool = False) -> "PipelineInput":
-        """An input from a :class:`PipelineInput`, a mapping with the same keys, a tuple ``(image,
-        question, environment[, scene[, camera]])``, or a dataset :class:`~clevr_poc.dataset_reader.Example`
-        (image file, question, environment; the camera from its partial scene, following the pipeline's
-        camera source, and with ``scene_given`` the gold partial scene itself).
-
-        Raises:
-            FormatError: anything else, or unknown mapping keys.
-        """
-        if isinstance(item, PipelineInput):
-            return item
-        if isinstance(item, Mapping):
-            unknown = set(item) - set(cls.__dataclass_fields__)
-            if unknown:
-                raise FormatError(f"unknown keys {sorted(unknown)}; expected some of "
-                                  f"{list(cls.__dataclass_fields__)}", field="item")
-            return cls(**dict(item))
-        if isinstance(item, tuple) and 3 <= len(item) <= 5:
-            return cls(*item)
-        if hasattr(item, "partial_scene") and hasattr(item, "question") and hasattr(item, "environment"):
-            partial = item.partial_scene
-            return cls(getattr(item, "image_path", None), item.question, item.environment,
-                       partial if scene_given else None, partial)
-        raise FormatError("an item is a PipelineInput, a mapping, a tuple (image, question, environment[, scene"
-                          "[, camera]]) or a dataset Example", field="item", value=type(item).__name__)
 
 
 # ====================================================================== the pipeline

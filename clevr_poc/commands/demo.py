@@ -248,6 +248,7 @@ def answer_examples(pipeline: Any, examples: Sequence[Any], *, progress: bool = 
     """Answer every example three ways (module doc): returns ``{"predictions": model -> key -> Prediction,
     "scenes": perceived scenes (None on failure), "queries": parsed queries}``."""
     from clevr_poc.evaluation import Prediction, example_key
+    from clevr_poc.perception.cameras import camera_spec
     from clevr_poc.pipeline import Pipeline
 
     queries = pipeline.parse_batch([e.question for e in examples])
@@ -259,7 +260,8 @@ def answer_examples(pipeline: Any, examples: Sequence[Any], *, progress: bool = 
         for i, (example, query) in enumerate(zip(examples, queries)):
             key = example_key(example, i)
             try:
-                scene = pipeline.perceive(example.image_path, example.partial_scene, example.environment)
+                camera = camera_spec(example.partial_scene, pipeline.camera_source, source=example.image_path)
+                scene = pipeline.perceive(example.image_path, camera, example.environment)
             except ClevrPocError as exc:
                 scene = None
                 tables[MAIN_MODEL][key] = Prediction(None, f"perception failed: {exc}", query)
