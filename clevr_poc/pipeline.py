@@ -350,12 +350,7 @@ class Pipeline:
             except ClevrPocError as exc:
                 out.append(Prediction(None, f"perception failed: {_short(exc)}", query))
                 continue
-            try:
-                answer = self._reason(env, used_scene, query, False)
-            except ClevrPocError as exc:
-                out.append(Prediction(None, f"{exc.__class__.__name__}: {_short(exc)}", query))
-                continue
-            out.append(Prediction(answer.values, None, answer.query))
+            out.append(reasoned_prediction(self.reasoner, env, used_scene, query))
         return out
 
     # ------------------------------------------------------------------ helpers
@@ -407,6 +402,30 @@ def _parser_label(parser: Any) -> str:
     return getattr(parser, "name", None) or getattr(parser, "__name__", None) or type(parser).__name__
 
 
+def reasoned_prediction(reasoner: Reasoner, environment: Environment, scene: Scene, query: str) -> Any:
+    """The :class:`~clevr_poc.evaluation.Prediction` of one NS-VQA question once its scene and query are
+    known: the one error handling of every NS-VQA prediction (:meth:`Pipeline.predict_batch`,
+    :class:`clevr_poc.baselines.ns_vqa.NSVQA`, ``python -m clevr_poc demo``).
+
+    ``raw`` is ``query``. A query outside the query language (:class:`UnsafeProgramError`), a solver
+    time-out and a scene that does not fit the environment (:class:`FormatError`, e.g. more objects than
+    it declares) are failed predictions with the reason (at most 160 characters); an unsatisfiable
+    program predicts the empty set. Other errors propagate.
+    """
+    from clevr_poc.errors import SolverTimeoutError, UnsafeProgramError
+    from clevr_poc.evaluation import Prediction
+
+    try:
+        answer = reasoner.answer(environment, scene, query)
+    except UnsafeProgramError as exc:
+        return Prediction(None, f"unsafe or invalid ASP query: {_short(exc, 160)}", query)
+    except SolverTimeoutError as exc:
+        return Prediction(None, f"solver time-out: {_short(exc, 160)}", query)
+    except FormatError as exc:
+        return Prediction(None, f"scene does not fit the environment: {_short(exc, 160)}", query)
+    return Prediction(answer.values, None, query)
+
+
 def _short(exc: BaseException, limit: int = 200) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -415,5 +434,5 @@ def _short(exc: BaseException, limit: int = 200) -> str:
 __all__ = [
     "CheckpointNotFoundError", "MODELS_ENV", "PARSERS", "Pipeline", "PipelineError", "PipelineInput",
     "QuestionParseError", "SCENE_SOURCES", "as_camera", "as_environment", "as_image", "as_scene",
-    "check_checkpoints", "default_models_dir",
+    "check_checkpoints", "default_models_dir", "reasoned_prediction",
 ]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError, UnsafeProgramError
+from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.evaluation.report import Prediction
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
@@ -100,15 +100,9 @@ class NSVQA:
         scene = self.scene_of(example)
         if isinstance(scene, Prediction):
             return Prediction(None, scene.error, query)
-        try:
-            answer = self.reasoner.answer(example.environment, scene, query)
-        except UnsafeProgramError as exc:
-            return Prediction(None, f"unsafe or invalid ASP query: {_short(exc)}", query)
-        except SolverTimeoutError as exc:
-            return Prediction(None, f"solver time-out: {_short(exc)}", query)
-        except FormatError as exc:
-            return Prediction(None, f"scene does not fit the environment: {_short(exc)}", query)
-        return Prediction(answer.values, None, query)
+        from clevr_poc.pipeline import reasoned_prediction
+
+        return reasoned_prediction(self.reasoner, example.environment, scene, query)
 
     # ------------------------------------------------------------------ the two perceptions
     def query_of(self, example: Any) -> str | Prediction:

@@ -280,14 +280,9 @@ def answer_examples(pipeline: Any, examples: Sequence[Any], *, progress: bool = 
 
 
 def _predict(pipeline: Any, example: Any, scene: Any, query: str) -> Any:
-    from clevr_poc.evaluation import Prediction
+    from clevr_poc.pipeline import reasoned_prediction
 
-    try:
-        answer = pipeline.answer(question=example.question, environment=example.environment, scene=scene,
-                                 query=query, explain=False)
-    except ClevrPocError as exc:
-        return Prediction(None, f"{exc.__class__.__name__}: {exc}", query)
-    return Prediction(answer.values, None, answer.query)
+    return reasoned_prediction(pipeline.reasoner, example.environment, scene, query)
 
 
 def worked_example(pipeline: Any, examples: Sequence[Any], results: Mapping[str, Any]) -> dict[str, Any] | None:
