@@ -74,7 +74,7 @@ def main() -> None:
         statuses: dict[str, int] = {}
         for (image, camera, env), dets in zip(items[1:], detections):
             scene = perception.decode(dets, camera, env if use_env else None)
-            status = scene.extra["perception"]["decoding"]
+            status = scene.perception.decoding
             statuses[status] = statuses.get(status, 0) + 1
         wall = time.perf_counter() - start
         result[name] = {"seconds_per_image": round(wall / (len(items) - 1), 4), "statuses": statuses}

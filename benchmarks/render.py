@@ -70,7 +70,7 @@ def random_scene(seed: int, n: int | None = None, style: str = "official") -> Sc
             placed.append((x, y, r))
             objects.append(SceneObject(rng.choice(domain.COLORS), rng.choice(domain.SHAPES), size,
                                        rng.choice(domain.MATERIALS), region, (x, y, 0.0),
-                                       extra={"rotation": rng.uniform(0, 360)}))
+                                       rotation=rng.uniform(0, 360)))
         if len(objects) < n:
             continue
         scene = Scene(tuple(objects), compute_relationships([(o.coords_3d[0], o.coords_3d[1]) for o in objects]),
@@ -243,10 +243,10 @@ def palette_scene() -> Scene:
     for i, color in enumerate(domain.COLORS):
         for j, material in enumerate(domain.MATERIALS):
             objects.append(SceneObject(color, shapes[i % 4], "small", material, 0,
-                                       (-4.2 + 1.2 * i, -3.2 + 1.6 * j + 0.2 * i, 0.0), extra={"rotation": 20.0}))
+                                       (-4.2 + 1.2 * i, -3.2 + 1.6 * j + 0.2 * i, 0.0), rotation=20.0))
     for i, color in enumerate(domain.COLORS):
         objects.append(SceneObject(color, shapes[(i + 1) % 4], "medium", domain.MATERIALS[i % 2], 0,
-                                   (-4.2 + 1.2 * i, 2.3 + 0.2 * i, 0.0), extra={"rotation": 35.0}))
+                                   (-4.2 + 1.2 * i, 2.3 + 0.2 * i, 0.0), rotation=35.0))
     return Scene(tuple(objects))
 
 

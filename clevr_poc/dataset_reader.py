@@ -228,10 +228,9 @@ class Dataset(Sequence[Example]):
         environment_id, id_source = question.environment_id, entry.question_path
         if environment_id is None:
             for kind, scene in (("incomplete", partial), ("complete", complete)):
-                raw = None if scene is None else scene.extra.get("constraint_type_index")
-                if raw is not None:
+                if scene is not None and scene.environment_id is not None:
                     id_source = self._scene_path(kind, entry.split, entry.image_index)
-                    environment_id = _as_int(raw, id_source, "constraint_type_index")
+                    environment_id = scene.environment_id
                     break
         if environment_id is None:
             raise FormatError("no constraint_type_index in the question or its scenes",

@@ -11,21 +11,28 @@ them, the object of interest, and renumbers the rest ``0..N-2``. Scene JSON (off
 ```
 
 ``relationships[rel][i]`` lists every j such that object j is ``rel`` of object i (world convention:
-``left[i]`` = objects with smaller x, ``front[i]`` = objects with smaller y). Keys the library does not
-interpret are kept verbatim so that files round-trip exactly.
+``left[i]`` = objects with smaller x, ``front[i]`` = objects with smaller y). The keys the library
+writes are typed fields: per object the renderer's ground truth (``rotation``, ``mask``, ``bbox``,
+``visible_pixels``) and perception's estimates (``probabilities``, ``region_probabilities``, ``score``,
+``bbox``, ``detection``); per scene ``constraint_type_index`` (:attr:`Scene.environment_id`) and the
+metadata of :mod:`clevr_poc.scene_metadata` (``camera`` and ``render``: :attr:`Scene.image`;
+``generation``; ``perception``). Keys the library does not interpret are kept verbatim in ``extra``, and
+the order of the keys read is remembered, so that files round-trip exactly.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from clevr_poc import domain, limits
 from clevr_poc._io import atomic_write_json, read_json
+from clevr_poc.camera import Camera
 from clevr_poc.errors import FormatError
+from clevr_poc.scene_metadata import GenerationCounts, ImageInfo, PerceptionInfo
 
 _OBJECT_KEYS = ("color", "size", "shape", "material", "region")
 #: The official spelling of region ids in scene JSON: exactly these strings (no spaces, signs, other digits).
@@ -42,7 +49,18 @@ class SceneObject:
         coords_3d: ``3d_coords`` (x, y, z) in world units, or None.
         pixel_coords: ``pixel_coords`` (u, v, depth): pixels from the image's top-left, depth in world
             units from the camera; or None.
-        extra: other keys of the JSON object (rotation, mask, bbox, ...), kept verbatim.
+        extra: other keys of the JSON object (none of the typed ones below), kept verbatim.
+        rotation: ``rotation``, degrees about z (layout, render; CLEVR ``render_images.py``), or None.
+        mask: ``mask``, COCO RLE ``{"size": [H, W], "counts": str}`` of the visible pixels (render), or None.
+        bbox: ``bbox`` ``(x, y, w, h)`` pixels, COCO: of the mask (render; None when nothing is visible)
+            or of the detection (perception).
+        visible_pixels: ``visible_pixels``, the mask's area in pixels (render), or None.
+        probabilities: ``probabilities``, attribute -> value -> probability (perception), or None.
+        region_probabilities: ``region_probabilities``, region id as a string -> probability (perception).
+        score: ``score``, the detector's score in [0, 1] (perception). detection: ``detection``, its index
+            among the detector's candidates (perception).
+
+    Only the seven attributes and positions take part in ``==`` (the other fields are annotations).
     """
 
     color: str
@@ -53,6 +71,25 @@ class SceneObject:
     coords_3d: tuple[float, ...] | None = None
     pixel_coords: tuple[float, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    rotation: float | None = field(default=None, compare=False)
+    mask: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    probabilities: Mapping[str, Mapping[str, float]] | None = field(default=None, compare=False, hash=False)
+    region_probabilities: Mapping[str, float] | None = field(default=None, compare=False, hash=False)
+    score: float | None = field(default=None, compare=False)
+    bbox: tuple[float, float, float, float] | None = field(default=None, compare=False)
+    visible_pixels: int | None = field(default=None, compare=False)
+    detection: int | None = field(default=None, compare=False)
+    #: how the JSON object was spelled when read (key order, region as an integer): files round-trip exactly
+    json_spelling: "JsonSpelling" = field(default=None, compare=False, hash=False,  # type: ignore[assignment]
+                                          repr=False)
+
+    def __post_init__(self) -> None:
+        typed = [k for k in self.extra if k in _TYPED_OBJECT_KEYS or k in _OBJECT_KEYS
+                 or k in ("3d_coords", "pixel_coords")]
+        if typed:
+            raise ValueError(f"{typed[0]!r} is a field of SceneObject, not an 'extra' key")
+        if self.json_spelling is None:
+            object.__setattr__(self, "json_spelling", _NO_SPELLING)
 
     def attribute(self, name: str) -> str:
         """The value of attribute ``name`` (one of :data:`clevr_poc.domain.ATTRIBUTES`)."""
@@ -91,26 +128,77 @@ class SceneObject:
                               "0..3", source=source, field=f"{where}.region", value=region_raw)
         coords = _coords(data.get("3d_coords"), source, f"{where}.3d_coords")
         pixels = _coords(data.get("pixel_coords"), source, f"{where}.pixel_coords")
-        extra = {k: v for k, v in data.items() if k not in _OBJECT_KEYS and k not in ("3d_coords", "pixel_coords")}
-        # remember how the region was spelled so that files round-trip byte for byte
-        if not isinstance(region_raw, str):
-            extra["__region_as_int__"] = True
-        return cls(region=region, coords_3d=coords, pixel_coords=pixels, extra=extra, **values)
+        rest = [k for k in data if k not in _OBJECT_KEYS and k not in ("3d_coords", "pixel_coords")]
+        typed: dict[str, Any] = {}
+        for key in rest:
+            if key in _TYPED_OBJECT_KEYS and data[key] is not None:
+                check, what = _TYPED_OBJECT_KEYS[key]
+                if not check(data[key]):
+                    raise FormatError(f"must be {what}", source=source, field=f"{where}.{key}", value=data[key])
+                typed[key] = tuple(data[key]) if key == "bbox" else data[key]
+        extra = {k: data[k] for k in rest if k not in _TYPED_OBJECT_KEYS}
+        # remember how the object was spelled so that files round-trip byte for byte
+        spelling = JsonSpelling(tuple(rest), not isinstance(region_raw, str))
+        return cls(region=region, coords_3d=coords, pixel_coords=pixels, extra=extra, json_spelling=spelling,
+                   **typed, **values)
 
     def to_json(self) -> dict[str, Any]:
-        """The official JSON object (region as a string, as the official files store it)."""
-        extra = dict(self.extra)
-        region_as_int = extra.pop("__region_as_int__", False)
+        """The official JSON object (region as a string, as the official files store it; the keys after
+        the positions in the order read, else: ``extra``'s, then the typed fields in field order)."""
         data: dict[str, Any] = {
             "color": self.color, "size": self.size, "shape": self.shape, "material": self.material,
-            "region": self.region if region_as_int else str(self.region),
+            "region": self.region if self.json_spelling.region_as_int else str(self.region),
         }
         if self.coords_3d is not None:
             data["3d_coords"] = list(self.coords_3d)
         if self.pixel_coords is not None:
             data["pixel_coords"] = list(self.pixel_coords)
-        data.update(extra)
+        order = self.json_spelling.key_order
+        rest: dict[str, Any] = dict(self.extra)
+        for key in _TYPED_OBJECT_KEYS:
+            value = getattr(self, key)
+            if value is not None or key in order or (key == "bbox" and self.mask is not None):
+                rest[key] = list(value) if key == "bbox" and value is not None else value
+        if order:
+            rest = {k: rest[k] for k in order if k in rest} | {k: v for k, v in rest.items() if k not in order}
+        data.update(rest)
         return data
+
+
+@dataclass(frozen=True)
+class JsonSpelling:
+    """How a JSON object was spelled when read: the order of its keys after the positions (object) or of
+    all its keys (scene), whether the region was an integer (object) and ``constraint_type_index`` when it
+    was a string of digits (scene). Empty for values built in code."""
+
+    key_order: tuple[str, ...] = ()
+    region_as_int: bool = False
+    environment_id_text: str | None = None
+
+
+_NO_SPELLING = JsonSpelling()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+#: Typed object keys (the SceneObject fields after ``extra``, in the order they are written) and the check of
+#: their JSON value (null is always accepted: absent).
+_TYPED_OBJECT_KEYS: dict[str, tuple[Any, str]] = {
+    "rotation": (_number, "a number of degrees"),
+    "mask": (lambda v: isinstance(v, Mapping), "a COCO RLE object"),
+    "probabilities": (lambda v: isinstance(v, Mapping), "an object (attribute -> value -> probability)"),
+    "region_probabilities": (lambda v: isinstance(v, Mapping), "an object (region -> probability)"),
+    "score": (_number, "a number"),
+    "bbox": (lambda v: isinstance(v, list) and len(v) == 4 and all(_number(c) for c in v), "[x, y, w, h] or null"),
+    "visible_pixels": (_count, "a count"),
+    "detection": (_count, "a count"),
+}
 
 
 def _coords(value: Any, source: object, where: str) -> tuple[float, ...] | None:
@@ -121,6 +209,11 @@ def _coords(value: Any, source: object, where: str) -> tuple[float, ...] | None:
     ):
         raise FormatError("must be a list of 2 or 3 finite numbers", source=source, field=where, value=value)
     return tuple(value)
+
+
+_SCENE_KEYS = ("objects", "relationships", "split", "image_index", "image_filename")
+#: Top-level keys read into typed Scene fields.
+_TYPED_SCENE_KEYS = ("constraint_type_index", "generation", "camera", "render", "perception")
 
 
 def _file_name(value: Any, source: object, where: str) -> str | None:
@@ -142,7 +235,13 @@ class Scene:
         relationships: ``relationships[rel][i]`` = ids j such that j is ``rel`` of i, for rel in
             left/right/front/behind. May be empty (unknown) for a scene without a layout.
         split, image_index, image_filename: dataset bookkeeping (may be None).
-        extra: other top-level keys, kept verbatim.
+        extra: other top-level keys (none of the typed ones below), kept verbatim.
+        environment_id: ``constraint_type_index``, the id of the scene's environment (generate), or None.
+        generation: ``generation``, what generating the example cost (complete scenes of ``generate``).
+        image: ``camera`` and ``render``, how the scene's image was made (render; perception: camera).
+        perception: ``perception``, how the scene was perceived (perceived scenes).
+
+    Only objects, relationships and the bookkeeping take part in ``==``.
     """
 
     objects: tuple[SceneObject, ...]
@@ -151,8 +250,26 @@ class Scene:
     image_index: int | None = None
     image_filename: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    environment_id: int | None = field(default=None, compare=False)
+    generation: GenerationCounts | None = field(default=None, compare=False)
+    image: ImageInfo | None = field(default=None, compare=False)
+    perception: PerceptionInfo | None = field(default=None, compare=False)
+    #: the order of the keys when read from a file (files round-trip exactly)
+    json_spelling: JsonSpelling = field(default=None, compare=False, hash=False,  # type: ignore[assignment]
+                                        repr=False)
+
+    @property
+    def camera(self) -> Camera | None:
+        """The camera the scene's image was taken with (``image.camera``; the scene JSON's ``camera``), or
+        None: the one place a scene's camera is read."""
+        return None if self.image is None else self.image.camera
 
     def __post_init__(self) -> None:
+        typed = [k for k in self.extra if k in _TYPED_SCENE_KEYS or k in _SCENE_KEYS]
+        if typed:
+            raise ValueError(f"{typed[0]!r} is a field of Scene, not an 'extra' key")
+        if self.json_spelling is None:
+            object.__setattr__(self, "json_spelling", _NO_SPELLING)
         object.__setattr__(self, "objects", tuple(self.objects))
         object.__setattr__(
             self, "relationships",
@@ -195,7 +312,7 @@ class Scene:
             rel: tuple(tuple(renumber(j) for j in row if j != index) for i, row in enumerate(rows) if i != index)
             for rel, rows in self.relationships.items()
         }
-        return Scene(objects, relationships, self.split, self.image_index, self.image_filename, dict(self.extra))
+        return replace(self, objects=objects, relationships=relationships, extra=dict(self.extra))
 
     # ------------------------------------------------------------------ JSON
     @classmethod
@@ -239,15 +356,28 @@ class Scene:
         if split is not None and not isinstance(split, str):
             raise FormatError("must be a string", source=source, field="split", value=split)
         image_filename = _file_name(data.get("image_filename"), source, "image_filename")
-        extra = {k: v for k, v in data.items()
-                 if k not in ("objects", "relationships", "split", "image_index", "image_filename")}
-        extra["__key_order__"] = [k for k in data.keys()]
-        return cls(objects, relationships, split, image_index, image_filename, extra)
+        environment_id = data.get("constraint_type_index")
+        as_text = environment_id if isinstance(environment_id, str) and environment_id.strip().isdigit() else None
+        if as_text is not None:
+            environment_id = int(as_text)
+        elif environment_id is not None and (not isinstance(environment_id, int) or isinstance(environment_id, bool)):
+            raise FormatError("must be an integer (the environment id)", source=source, field="constraint_type_index",
+                              value=environment_id)
+        generation = data.get("generation")
+        perception = data.get("perception")
+        extra = {k: v for k, v in data.items() if k not in _SCENE_KEYS and k not in _TYPED_SCENE_KEYS}
+        return cls(objects, relationships, split, image_index, image_filename, extra,
+                   environment_id=environment_id,
+                   generation=None if generation is None else GenerationCounts.from_json(generation, source=source),
+                   image=ImageInfo.from_json_items(data, source=source),
+                   perception=None if perception is None else PerceptionInfo.from_json(perception, source=source),
+                   json_spelling=JsonSpelling(tuple(data.keys()), environment_id_text=as_text))
 
     def to_json(self) -> dict[str, Any]:
-        """The official JSON document (keys in the order they were read, when read from a file)."""
-        extra = dict(self.extra)
-        order = extra.pop("__key_order__", None)
+        """The official JSON document (keys in the order they were read, when read from a file; else the
+        bookkeeping, objects, relationships, ``extra``'s keys, then ``constraint_type_index``,
+        ``generation``, ``camera``, ``render``, ``perception``)."""
+        order = self.json_spelling.key_order
         data: dict[str, Any] = {}
         if self.split is not None:
             data["split"] = self.split
@@ -257,7 +387,18 @@ class Scene:
             data["image_filename"] = self.image_filename
         data["objects"] = [o.to_json() for o in self.objects]
         data["relationships"] = {rel: [list(row) for row in rows] for rel, rows in self.relationships.items()}
-        data.update(extra)
+        data.update(self.extra)
+        text = self.json_spelling.environment_id_text
+        if text is not None and self.environment_id == int(text):
+            data["constraint_type_index"] = text
+        elif self.environment_id is not None or "constraint_type_index" in order:
+            data["constraint_type_index"] = self.environment_id
+        if self.generation is not None:
+            data["generation"] = self.generation.to_json()
+        if self.image is not None:
+            data.update(self.image.to_json_items())
+        if self.perception is not None:
+            data["perception"] = self.perception.to_json()
         if order:
             data = {k: data[k] for k in order if k in data} | {k: v for k, v in data.items() if k not in order}
         return data

@@ -363,7 +363,7 @@ def test_loader_reads_a_release_written_in_the_official_layout():
     assert [e.image_index for e in examples] == [0, 1, 2, 3, 4, 5]
     assert [e.environment.id for e in examples] == [0, 1, 2, 0, 1, 2]     # from the scenes' constraint_type_index
     for e in examples:
-        assert "camera" not in e.partial_scene.extra and e.question.environment_id is None
+        assert e.partial_scene.camera is None and e.question.environment_id is None
         assert e.image_path == RELEASE / "output/incomplete/images/testing" / f"CLEVR_{e.image_index:06d}.png"
         assert e.scene_path == RELEASE / "output/incomplete/scenes/testing" / f"CLEVR_{e.image_index:06d}.json"
         assert len(e.partial_scene) == e.environment.num_objects - 1 == len(e.complete_scene) - 1

@@ -42,7 +42,7 @@ def test_scene_json_round_trip_keeps_unknown_keys(tmp_path, complete_scene):
     second = Scene.from_file(out)
     assert json.loads(out.read_text()) == data
     assert second == first
-    assert second.objects[0].extra["rotation"] == 12.5
+    assert second.objects[0].rotation == 12.5
     assert second.objects[0].region == 1 and data["objects"][0]["region"] == "1"
 
 

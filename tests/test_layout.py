@@ -42,7 +42,7 @@ def _check_rules(scene: Scene, min_distance: float = 0.25, margin: float = 0.4) 
         box = domain.REGION_BOXES[obj.region]
         assert box.x_min <= x - r and x + r <= box.x_max and box.y_min <= y - r and y + r <= box.y_max
         assert z == r
-        assert 0.0 <= obj.extra["rotation"] < 360.0
+        assert 0.0 <= obj.rotation < 360.0
     for a, b in itertools.combinations(scene.objects, 2):
         (xa, ya, _), (xb, yb, _) = a.coords_3d, b.coords_3d
         assert math.hypot(xa - xb, ya - yb) > domain.SIZE_RADIUS[a.size] + domain.SIZE_RADIUS[b.size] + min_distance
@@ -150,8 +150,10 @@ def test_bad_arguments_raise_format_error():
 
 
 def test_existing_extra_keys_are_kept_and_coordinates_replaced():
-    obj = SceneObject("red", "cube", "small", "rubber", 3, (9.0, 9.0, 9.0), (1.0, 2.0, 3.0), {"mask": "x"})
+    obj = SceneObject("red", "cube", "small", "rubber", 3, (9.0, 9.0, 9.0), (1.0, 2.0, 3.0), {"note": "x"},
+                      mask={"size": [2, 2], "counts": "04"})
     placed = place_objects(Scene((obj,)), random.Random(0)).scene.objects[0]
-    assert placed.extra["mask"] == "x" and "rotation" in placed.extra
+    assert placed.extra == {"note": "x"} and placed.mask == {"size": [2, 2], "counts": "04"}
+    assert placed.rotation is not None
     assert placed.pixel_coords is None
     assert domain.region_of_point(*placed.coords_3d[:2]) == 3

@@ -172,7 +172,7 @@ def test_shipped_model_finds_the_objects_of_a_fixture_image(perception, fixture_
         assert isinstance(scene, Scene)
         assert len(scene.objects) == len(truth.objects) == example.environment.num_objects - 1
         for obj in scene.objects:
-            probabilities = obj.extra["probabilities"]
+            probabilities = obj.probabilities
             assert set(probabilities) == set(domain.ATTRIBUTES)
             assert sum(probabilities["color"].values()) == pytest.approx(1.0, abs=1e-4)
             assert obj.color == max(probabilities["color"], key=probabilities["color"].get)
@@ -180,7 +180,7 @@ def test_shipped_model_finds_the_objects_of_a_fixture_image(perception, fixture_
         assert facts.count("hasProperty(") == 4 * len(scene.objects) and facts.count("at(") == len(scene.objects)
         decoded = perception(example.image_path, truth.camera, environment=example.environment)
         assert len(decoded.objects) == example.environment.num_objects - 1
-        assert decoded.extra["perception"]["decoding"] in ("optimal", "interrupted")
+        assert decoded.perception.decoding in ("optimal", "interrupted")
 
 
 @vision
@@ -307,9 +307,10 @@ def test_camera_sources_pick_the_scene_camera_or_a_preset():
     from clevr_poc.perception.cameras import camera_spec, fit_camera, resolve_camera
     from clevr_poc.rendering.geometry import official_camera
     from clevr_poc.scene import Scene
+    from clevr_poc.scene_metadata import ImageInfo
 
     ours = default_camera(320, 240)
-    rendered = Scene((), {}, extra={"camera": ours.to_json()})
+    rendered = Scene((), {}, image=ImageInfo(ours))
     released = Scene((), {})                                   # the official release's scenes: no camera
     assert resolve_camera(320, 240, scene=rendered) == ours
     official = resolve_camera(320, 320, scene=released)

@@ -27,6 +27,7 @@ from clevr_poc.pipeline import (
 from clevr_poc.question import Question
 from clevr_poc.rendering.geometry import Camera, default_camera
 from clevr_poc.scene import Scene
+from clevr_poc.scene_metadata import ImageInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "pipeline"
@@ -254,7 +255,7 @@ def test_as_camera_from_camera_json_scene_and_file(tmp_path):
     camera = default_camera(320, 240)
     assert as_camera(camera) is camera
     assert as_camera(camera.to_json()) == camera
-    scene = Scene((), {}, extra={"camera": camera.to_json()})
+    scene = Scene((), {}, image=ImageInfo(camera))
     assert as_camera(scene) == camera
     assert as_camera(scene.to_json()) == camera
     path = scene.to_file(tmp_path / "scene.json")
@@ -278,7 +279,7 @@ def test_pipeline_input_from_a_dataset_example():
     from clevr_poc.dataset_reader import Example
 
     environment, scene, question = load_example("appendix_a")
-    rendered = Scene(scene.objects, scene.relationships, extra={"camera": default_camera().to_json()})
+    rendered = Scene(scene.objects, scene.relationships, image=ImageInfo(default_camera()))
     example = Example(environment, rendered, question, None, Path("image.png"))
     given = PipelineInput.of(example, scene_given=True)
     assert given.scene is rendered and given.camera is rendered and given.image == Path("image.png")

@@ -23,7 +23,7 @@ from clevr_poc.scene import Scene, SceneObject
 
 
 def _obj(color, shape, size, material, region, x, y, rotation=0.0):
-    return SceneObject(color, shape, size, material, region, (x, y, 0.0), extra={"rotation": rotation})
+    return SceneObject(color, shape, size, material, region, (x, y, 0.0), rotation=rotation)
 
 
 def _srgb_to_linear(c):

@@ -31,8 +31,8 @@ from clevr_poc.rendering.shapes import object_mesh, object_scale, unit_mesh
 from clevr_poc.scene import Scene, SceneObject
 
 
-def _obj(color, shape, size, material, region, x, y, **extra):
-    return SceneObject(color, shape, size, material, region, (x, y, 0.0), extra=extra)
+def _obj(color, shape, size, material, region, x, y, **fields):
+    return SceneObject(color, shape, size, material, region, (x, y, 0.0), **fields)
 
 
 # ---------------------------------------------------------------------- geometry
@@ -274,7 +274,7 @@ def test_partial_image_lacks_only_the_hidden_object(renders):
     for obj in complete.scene.to_json()["objects"][1:]:
         others |= decode_rle(obj["mask"])
     assert diff[others].mean() < 0.1       # the other objects look the same
-    assert [o.extra["mask"] for o in partial.scene.objects] == [o.extra["mask"] for o in complete.scene.objects[1:]]
+    assert [o.mask for o in partial.scene.objects] == [o.mask for o in complete.scene.objects[1:]]
 
 
 def test_relayout_that_fixes_the_scene_is_rendered(bpy, tmp_path):

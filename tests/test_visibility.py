@@ -29,7 +29,7 @@ TINY = dict(environments=1, scenes_per_environment=3, seed=5, splits={"train": 2
 
 
 def _obj(color, shape, size, region, x, y, rotation=0.0):
-    return SceneObject(color, shape, size, "rubber", region, (x, y, 0.0), extra={"rotation": rotation})
+    return SceneObject(color, shape, size, "rubber", region, (x, y, 0.0), rotation=rotation)
 
 
 # the (official) camera looks from the front right (x > 0, y < 0) towards the origin: (-3.6, 3.6) is

@@ -4,7 +4,7 @@ Every object is placed on the ground plane inside its region's box (:data:`clevr
 official ``properties.json``): the whole disc of radius r = :data:`clevr_poc.domain.SIZE_RADIUS` [size]
 (0.39 / 0.58 / 1.0 world units for small / medium / large) lies inside the box, the centre rests at
 height z = r, and the object gets a random rotation in degrees (CLEVR's ``rotation``, kept in
-``SceneObject.extra["rotation"]``). As in CLEVR's ``render_images.py``:
+``SceneObject.rotation``). As in CLEVR's ``render_images.py``:
 
 - no overlaps: the centres of objects i and j are more than ``r_i + r_j + min_distance`` apart;
 - unambiguous directions: for every pair, ``|x_i - x_j| >= margin`` and ``|y_i - y_j| >= margin``
@@ -68,7 +68,7 @@ class LayoutResult:
 
     Attributes:
         scene: the input scene with ``coords_3d`` = (x, y, z) in world units per object,
-            ``extra["rotation"]`` in degrees [0, 360), and ``relationships`` computed from x/y.
+            ``rotation`` in degrees [0, 360), and ``relationships`` computed from x/y.
         rejections: candidate positions rejected (all restarts included).
         restarts: whole-placement restarts (0 when the first pass succeeded).
         rejections_by_reason: ``{"overlap": k, "margin": m}``: the first rule a candidate broke, checked
@@ -166,12 +166,10 @@ def place_objects(scene: Scene, rng: random.Random, *, min_distance: float = DEF
     objects = []
     for i, obj in enumerate(scene.objects):
         x, y = positions[i]
-        extra = {k: v for k, v in obj.extra.items() if k != "rotation"}
-        extra["rotation"] = rng.uniform(0.0, 360.0)
-        objects.append(replace(obj, coords_3d=(x, y, bounds[i][4]), pixel_coords=None, extra=extra))
+        objects.append(replace(obj, coords_3d=(x, y, bounds[i][4]), pixel_coords=None,
+                               rotation=rng.uniform(0.0, 360.0)))
     relationships = compute_relationships([positions[i] for i in range(len(objects))])
-    placed = Scene(tuple(objects), relationships, scene.split, scene.image_index, scene.image_filename,
-                   dict(scene.extra))
+    placed = replace(scene, objects=tuple(objects), relationships=relationships)
     return LayoutResult(placed, sum(rejected.values()), restart, dict(rejected), region_restarts)
 
 
@@ -294,7 +292,7 @@ class VisibilityCheck:
 
     def check(self, complete: Scene, hidden: int, camera_seed: int, *, exact_pixels: bool = True
               ) -> VisibilityOutcome:
-        """Check the layout of ``complete`` (objects with ``3d_coords`` and ``extra["rotation"]``) whose
+        """Check the layout of ``complete`` (objects with ``3d_coords`` and ``rotation``) whose
         object ``hidden`` will be removed in the partial image, from the camera of ``camera_seed``
         (:func:`clevr_poc.rendering.scene_camera`, the renderer's camera for that seed and size).
 

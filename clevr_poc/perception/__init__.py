@@ -8,7 +8,7 @@ perception; this answers from pixels).
     perception = Perception.from_pretrained("models/perception")
     scene = perception("CLEVR_test_000000.png", camera)          # camera: rendering.geometry.Camera
     scene = perception(image, camera, environment=env)            # constraint-aware decoding (paper §5)
-    scene.to_asp_facts(); scene.objects[0].extra["probabilities"]
+    scene.to_asp_facts(); scene.objects[0].probabilities
 
 Modules: :mod:`.geometry` (box -> ground point -> region; numpy), :mod:`.decoding` (argmax and
 constraint-aware decoding with clingo; no torch), :mod:`.data` (rendered ground truth), :mod:`.models`,

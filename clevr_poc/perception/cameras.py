@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from clevr_poc.errors import FormatError
 from clevr_poc.rendering.geometry import CAMERA_PRESETS, Camera, camera_preset
+from clevr_poc.scene import Scene
 
 #: Where the camera of an image comes from (module doc); ``auto`` is the default.
 CAMERA_SOURCES: tuple[str, ...] = ("auto", "from-scene", *sorted(CAMERA_PRESETS))
@@ -61,15 +62,17 @@ def as_camera(camera: Any, *, source: object = None) -> Camera:
 def scene_camera(scene: Any, *, source: object = None) -> Camera | None:
     """The camera a scene file carries (``"camera"``, written by ``python -m clevr_poc render``), or None.
 
-    ``scene``: a :class:`~clevr_poc.scene.Scene` or its JSON mapping.
+    ``scene``: a :class:`~clevr_poc.scene.Scene` (its :attr:`~clevr_poc.scene.Scene.camera`, read with the
+    scene) or its JSON mapping.
 
     Raises:
-        FormatError: the scene has a camera but it is malformed.
+        FormatError: the scene JSON has a camera but it is malformed.
     """
-    extra = getattr(scene, "extra", scene)
-    if not isinstance(extra, Mapping) or extra.get("camera") is None:
+    if isinstance(scene, Scene):
+        return scene.camera
+    if not isinstance(scene, Mapping) or scene.get("camera") is None:
         return None
-    return as_camera(extra["camera"], source=source)
+    return as_camera(scene["camera"], source=source)
 
 
 def fit_camera(camera: Camera, width: int, height: int, *, source: object = None) -> Camera:
@@ -152,7 +155,6 @@ def camera_argument(camera: Any, camera_source: str = DEFAULT_CAMERA_SOURCE) -> 
         FormatError: another type, an unknown source, ``from-scene`` without a camera, a malformed camera.
     """
     from clevr_poc._io import read_json
-    from clevr_poc.scene import Scene
 
     if isinstance(camera, Camera):
         return camera
@@ -162,9 +164,8 @@ def camera_argument(camera: Any, camera_source: str = DEFAULT_CAMERA_SOURCE) -> 
     if isinstance(camera, (str, os.PathLike)):
         source = Path(camera)
         camera = read_json(source)
-    elif isinstance(camera, Scene):
-        source = camera.image_filename or "scene"
-        camera = dict(camera.extra)
+    elif isinstance(camera, Scene):  # its camera (Scene.camera) or the camera_source's choice
+        return camera_spec(camera, camera_source, source=camera.image_filename or "scene")
     if isinstance(camera, Mapping) and "K" in camera and "world_to_camera" in camera:
         return Camera.from_json(dict(camera), source=source)
     if camera is None or isinstance(camera, Mapping):

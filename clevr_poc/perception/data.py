@@ -95,8 +95,7 @@ class RenderedImage:
 
     @property
     def environment_id(self) -> int | None:
-        value = self.scene.extra.get("constraint_type_index")
-        return int(value) if value is not None else None
+        return self.scene.environment_id
 
 
 def _split_folder(root: Path, kind: str, split: str) -> Path | None:
@@ -147,16 +146,15 @@ def image_truth(scene: Scene, image_path: str | os.PathLike[str], kind: str = "i
         raise FormatError("the scene has no camera: render it first (python -m clevr_poc render), or choose a "
                           "camera preset", source=source, field="camera")
     camera = resolve_camera(width, height, scene=scene, camera_source=camera_source, source=source)
-    has_boxes = any("bbox" in obj.extra for obj in scene.objects)
+    has_boxes = any(obj.bbox is not None or obj.mask is not None for obj in scene.objects)
     objects = []
     for i, obj in enumerate(scene.objects):
-        bbox = obj.extra.get("bbox")
+        bbox = obj.bbox
         if has_boxes and bbox is None:
             continue  # not visible in the render
         box = None
         if bbox is not None:
-            if not (isinstance(bbox, list) and len(bbox) == 4 and all(isinstance(v, (int, float)) for v in bbox)
-                    and bbox[2] > 0 and bbox[3] > 0):
+            if not (len(bbox) == 4 and bbox[2] > 0 and bbox[3] > 0):
                 raise FormatError("bbox must be [x, y, w, h] with w, h > 0", source=source,
                                   field=f"objects[{i}].bbox", value=bbox)
             x, y, w, h = (float(v) for v in bbox)
@@ -165,7 +163,7 @@ def image_truth(scene: Scene, image_path: str | os.PathLike[str], kind: str = "i
             raise FormatError("missing 3d_coords", source=source, field=f"objects[{i}].3d_coords")
         objects.append(ObjectTruth(box, obj.color, obj.shape, obj.size, obj.material, obj.region,
                                    (float(obj.coords_3d[0]), float(obj.coords_3d[1])),
-                                   int(obj.extra.get("visible_pixels", 0)), i))
+                                   int(obj.visible_pixels or 0), i))
     return RenderedImage(Path(image_path), None if scene_path is None else Path(scene_path), kind, camera,
                          tuple(objects), scene, width, height)
 
@@ -221,7 +219,7 @@ def load_rendered(dataset: str | os.PathLike[str], split: str, *, kinds: Sequenc
             if limit is not None and count >= limit:
                 break
             scene = Scene.from_file(scene_path)
-            if not scene.image_filename or (camera_source == "from-scene" and "camera" not in scene.extra):
+            if not scene.image_filename or (camera_source == "from-scene" and scene.camera is None):
                 continue
             image_path = images / Path(scene.image_filename).name
             if not image_path.is_file():

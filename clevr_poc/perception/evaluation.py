@@ -137,9 +137,9 @@ def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, t
     tally.images += 1
     boxes = []
     for o in scene.objects:
-        x, y, w, h = o.extra["bbox"]
+        x, y, w, h = o.bbox
         boxes.append((x, y, x + w, y + h))
-    scores = [o.extra["score"] for o in scene.objects]
+    scores = [o.score for o in scene.objects]
     if all(b is not None for b in truth_boxes):
         pairs = match_objects(boxes, scores, truth_boxes)
     else:
@@ -230,7 +230,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
             start = time.perf_counter()
             scenes["constraints"] = perception.decode(detections, camera, example.environment)
             decode_seconds += time.perf_counter() - start
-            status = scenes["constraints"].extra["perception"]["decoding"]
+            status = scenes["constraints"].perception.decoding
             statuses[status] = statuses.get(status, 0) + 1
             changed += scenes["constraints"].to_asp_facts() != scenes["argmax"].to_asp_facts()
         for name, scene in scenes.items():

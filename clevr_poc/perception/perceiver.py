@@ -13,12 +13,13 @@ the image's size (:mod:`.cameras`: a preset is built at that size, a given camer
 scaled). ``camera=None`` means the camera of images that come without one: the official CLEVR-POC
 camera. The networks run on ``device`` (``"auto"``: CUDA when present, else the CPU; :mod:`.devices`).
 
-Each object of the returned scene carries, in ``extra``: ``probabilities`` (attribute -> value ->
-probability), ``region_probabilities`` (region id as a string -> probability), ``score`` (detector),
-``bbox`` (``[x, y, w, h]`` pixels, COCO) and ``detection`` (index among the candidates); ``3d_coords``
-is the estimated centre (x, y, half the object's height for its size). The scene's ``extra`` holds the
-``camera`` and ``perception`` (decoding status, cost, thresholds). Relationships follow the official
-convention from the estimated centres.
+Each object of the returned scene carries (typed fields of :class:`~clevr_poc.scene.SceneObject`):
+``probabilities`` (attribute -> value -> probability), ``region_probabilities`` (region id as a string
+-> probability), ``score`` (detector), ``bbox`` (``(x, y, w, h)`` pixels, COCO) and ``detection`` (index
+among the candidates); ``coords_3d`` is the estimated centre (x, y, half the object's height for its
+size). The scene's ``image`` holds the camera (:class:`~clevr_poc.scene_metadata.ImageInfo`) and its
+``perception`` the decoding (:class:`~clevr_poc.scene_metadata.PerceptionInfo`: status, cost,
+thresholds). Relationships follow the official convention from the estimated centres.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inp
 from clevr_poc.perception.model_file import MODEL_FILE, read_model_file
 from clevr_poc.rendering.geometry import Camera, project
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
+from clevr_poc.scene_metadata import ImageInfo, PerceptionInfo
 
 #: Default detection score an object needs in argmax decoding.
 DEFAULT_SCORE_THRESHOLD = 0.5
@@ -254,21 +256,19 @@ class Perception:
             except ValueError:
                 pixel = None
             x1, y1, x2, y2 = detection.box
-            extra = {
-                "probabilities": {a: {v: round(float(p), 6) for v, p in zip(domain.DOMAINS[a], c.probabilities[a])}
-                                  for a in domain.ATTRIBUTES},
-                "region_probabilities": {str(r): round(float(p), 6) for r, p in zip(domain.REGIONS,
-                                                                                     c.region_probabilities)},
-                "score": round(float(c.score), 6),
-                "bbox": [round(x1, 2), round(y1, 2), round(x2 - x1, 2), round(y2 - y1, 2)],
-                "detection": int(d_index),
-            }
-            objects.append(SceneObject(values["color"], values["shape"], values["size"], values["material"],
-                                       int(region), (float(x), float(y), float(z)), pixel, extra))
+            objects.append(SceneObject(
+                values["color"], values["shape"], values["size"], values["material"], int(region),
+                (float(x), float(y), float(z)), pixel,
+                probabilities={a: {v: round(float(p), 6) for v, p in zip(domain.DOMAINS[a], c.probabilities[a])}
+                               for a in domain.ATTRIBUTES},
+                region_probabilities={str(r): round(float(p), 6)
+                                      for r, p in zip(domain.REGIONS, c.region_probabilities)},
+                score=round(float(c.score), 6),
+                bbox=(round(x1, 2), round(y1, 2), round(x2 - x1, 2), round(y2 - y1, 2)),
+                detection=int(d_index)))
         relationships = compute_relationships([o.coords_3d[:2] for o in objects])
-        info = {"decoding": decoded.status, "cost": decoded.cost, "score_threshold": self.score_threshold,
-                "candidate_threshold": self.candidate_threshold, "detections": len(detections)}
+        info = PerceptionInfo(decoded.status, decoded.cost, self.score_threshold, self.candidate_threshold,
+                              len(detections))
         if environment is not None:
-            info["environment"] = environment.id
-            info["relations_used"] = decoded.relations_used
-        return Scene(tuple(objects), relationships, extra={"camera": camera.to_json(), "perception": info})
+            info = replace(info, environment=environment.id, relations_used=decoded.relations_used)
+        return Scene(tuple(objects), relationships, image=ImageInfo(camera), perception=info)

@@ -200,7 +200,7 @@ def plan_tasks(dataset: str | os.PathLike[str], *, splits: Sequence[str] | None 
                     raise FormatError("missing image_filename", source=scene_path, field="image_filename")
                 name = Path(scene.image_filename).name
                 image_path = dataset / kind / "images" / split / name
-                if not overwrite and image_path.exists() and "render" in scene.extra:
+                if not overwrite and image_path.exists() and scene.image is not None and scene.image.render is not None:
                     done += 1
                     continue
                 if limit is not None and len(tasks) >= limit:

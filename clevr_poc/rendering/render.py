@@ -3,7 +3,7 @@
 Paper §3.3: a scene graph is rendered with Blender; the partial scene's image is rendered from the
 partial scene graph (the hidden object is simply absent). Render the complete and the partial scene
 with the same ``seed``: camera and lights are drawn from it (when jittered), and object rotations come
-from the objects themselves (``extra['rotation']``, or a hash of the object when absent), so the two
+from the objects themselves (``SceneObject.rotation``, or a hash of the object when absent), so the two
 images differ only by the hidden object.
 
 The look is a named style (:mod:`clevr_poc.rendering.styles`): ``official`` (default: the released
@@ -19,7 +19,9 @@ regions and relations the questions were made from stay true); ``cone_lift`` lif
 height (:data:`OFFICIAL_CONE_LIFT` reproduces the floating look, e.g. to vary training images; the
 recorded ``3d_coords`` z follows).
 
-Ground truth written into the returned scene (official keys plus CLEVR-style extras)::
+Ground truth written into the returned scene (official keys plus CLEVR-style extras; typed fields of
+:class:`~clevr_poc.scene.Scene` and :class:`~clevr_poc.scene.SceneObject`: ``scene.image`` is an
+:class:`~clevr_poc.scene_metadata.ImageInfo`)::
 
     scene["camera"]  = {"K": 3x3, "world_to_camera": 4x4, "image_size": [W, H], "convention": "opencv"}
     scene["render"]  = {"engine", "samples", "denoise", "seed", "width", "height", "lights"}
@@ -55,6 +57,7 @@ from clevr_poc.rendering.geometry import SENSOR_MM, Camera, camera_preset, defau
 from clevr_poc.rendering.shapes import Mesh, object_mesh, object_scale
 from clevr_poc.rendering.styles import DEFAULT_STYLE, STYLE_NAMES, RenderStyle, get_style
 from clevr_poc.scene import Scene, SceneObject
+from clevr_poc.scene_metadata import ImageInfo, RenderInfo
 
 #: Default image size: the official 320 x 320 (the ``official`` style's; ``ours``: 320 x 240).
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 320, 320
@@ -194,13 +197,13 @@ def scene_camera(seed: int = 0, *, width: int | None = None, height: int | None 
 
 
 def object_rotation(obj: SceneObject) -> float:
-    """Rotation about z in degrees: ``extra['rotation']`` when present, else a value in [0, 360) hashed
-    from the object's attributes and position (the same in the complete and the partial scene).
+    """Rotation about z in degrees: ``obj.rotation`` when set, else a value in [0, 360) hashed from the
+    object's attributes and position (the same in the complete and the partial scene).
 
     Raises:
         FormatError: ``rotation`` is not a finite number.
     """
-    value = obj.extra.get("rotation")
+    value = obj.rotation
     if value is not None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise FormatError("rotation must be a number of degrees", field="objects[].rotation", value=value)
@@ -283,7 +286,7 @@ def check_visibility(scene: Scene, *, seed: int = 0, width: int | None = None, h
                              footprints)
 
 
-def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: dict[str, Any],
+def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: RenderInfo,
              style: str | RenderStyle = DEFAULT_STYLE, cone_lift: float = 0.0) -> Scene:
     """``scene`` with the ground truth of the module doc (positions, projections, masks, camera)."""
     st = get_style(style)
@@ -293,14 +296,10 @@ def annotate(scene: Scene, camera: Camera, index_map: np.ndarray, render_info: d
         z = object_scale(obj.shape, obj.size, shrink_cube=st.shrink_cube) + _lift(obj.shape, cone_lift)
         mask = index_map == i
         bbox = _masks.mask_bbox(mask)
-        extra = dict(obj.extra)
-        extra.update({"rotation": object_rotation(obj), "mask": _masks.encode_rle(mask),
-                      "bbox": list(bbox) if bbox else None, "visible_pixels": int(mask.sum())})
-        objects.append(replace(obj, coords_3d=(x, y, z), pixel_coords=project((x, y, z), camera), extra=extra))
-    extra = dict(scene.extra)
-    extra["camera"] = camera.to_json()
-    extra["render"] = render_info
-    return replace(scene, objects=tuple(objects), extra=extra)
+        objects.append(replace(obj, coords_3d=(x, y, z), pixel_coords=project((x, y, z), camera),
+                               rotation=object_rotation(obj), mask=_masks.encode_rle(mask),
+                               bbox=tuple(bbox) if bbox else None, visible_pixels=int(mask.sum())))
+    return replace(scene, objects=tuple(objects), image=ImageInfo(camera, render_info))
 
 
 def _import_bpy() -> None:
@@ -490,17 +489,16 @@ def render_scene(
     mask_seconds = time.perf_counter() - mask_start
 
     lights = _blender.light_positions(_rng(seed, 2), light_jitter, lights_spec)
-    info = {"engine": engine, "samples": samples, "denoise": bool(denoise and engine == "cycles"),
-            "adaptive": bool(adaptive and engine == "cycles"), "seed": seed,
-            "width": width, "height": height,
-            "lights": {k: [round(c, 6) for c in v] for k, v in lights.items()}}
+    info = RenderInfo(engine=engine, samples=samples, denoise=bool(denoise and engine == "cycles"),
+                      adaptive=bool(adaptive and engine == "cycles"), seed=seed, width=width, height=height,
+                      lights={k: [round(c, 6) for c in v] for k, v in lights.items()})
     if st.name != "ours" or official_files is not None:  # 'ours' scene files stay as they were
-        info.update({"style": st.name, "colour_space": st.colour_space, "camera_jitter": camera_jitter,
-                     "light_jitter": light_jitter, "cone_lift": cone_lift,
-                     "assets": None if official_files is None else str(official_files.files.root)})
+        info = replace(info, style=st.name, colour_space=st.colour_space, camera_jitter=camera_jitter,
+                       light_jitter=light_jitter, cone_lift=cone_lift,
+                       assets=None if official_files is None else str(official_files.files.root))
     annotated = annotate(scene, camera, index_map, info, st, cone_lift)
     stats_kw = dict(engine=engine, samples=samples, width=width, height=height,
-                    denoise=info["denoise"], relayouts=relayouts)
+                    denoise=info.denoise, relayouts=relayouts)
     if skip_invisible and not report.ok:
         stats = RenderStats(time.perf_counter() - start, 0.0, mask_seconds, rendered=False, **stats_kw)
         return RenderResult(annotated, stats, report, camera, None)
@@ -518,7 +516,7 @@ def render_scene(
             else:
                 _blender.reset()
             _blender.configure(engine=engine, width=width, height=height, samples=samples,
-                               denoise=info["denoise"], adaptive=adaptive, seed=seed, threads=threads)
+                               denoise=info.denoise, adaptive=adaptive, seed=seed, threads=threads)
             if official_files is None:
                 _blender.add_world(st.world_rgb, st.world_strength)
                 _blender.add_ground(rgb=st.ground_rgb)
