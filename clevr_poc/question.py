@@ -7,16 +7,20 @@ ours: ``constraint_type_index`` (the environment id). Keys the library does not 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from clevr_poc import domain
 from clevr_poc._io import atomic_write_json, read_json
 from clevr_poc.errors import FormatError
 from clevr_poc.scene import _file_name
+
+if TYPE_CHECKING:
+    from clevr_poc.reasoning.sanitizer import SanitizedQuery
 
 _QUERY_ATTRIBUTE = re.compile(r"hasProperty\(\s*([A-Z][A-Za-z0-9_]*)\s*,\s*(color|shape|size|material)\s*,\s*Q\s*\)")
 
@@ -53,6 +57,18 @@ class Question:
     question_index: int | None = None
     environment_id: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @functools.cached_property
+    def query(self) -> "SanitizedQuery":
+        """The checked form of ``asp_query`` (:func:`clevr_poc.reasoning.sanitizer.sanitize_query`, default
+        settings: head renamed, at most ``MAX_OBJECT_VARIABLES`` object variables), computed once.
+
+        Raises:
+            UnsafeProgramError: ``asp_query`` is outside the query language (the one-line reason).
+        """
+        from clevr_poc.reasoning.sanitizer import sanitize_query
+
+        return sanitize_query(self.asp_query)
 
     @property
     def query_attribute(self) -> str | None:

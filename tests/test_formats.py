@@ -7,7 +7,7 @@ import json
 import pytest
 
 from clevr_poc import FormatError, Question, Scene
-from clevr_poc.scene import compute_relationships
+from clevr_poc.scene import SceneObject, compute_relationships
 
 
 def test_partial_scene_renumbers_objects_and_relationships(complete_scene):
@@ -106,3 +106,31 @@ def test_malformed_question(tmp_path):
     with pytest.raises(FormatError) as info:
         Question.from_file(path)
     assert info.value.field == "answer" and info.value.value == "huge"
+
+
+def test_typed_scene_metadata_is_read_and_files_round_trip_byte_for_byte():
+    from clevr_poc.rendering.geometry import default_camera
+
+    camera = default_camera(64, 48).to_json()
+    data = {"split": "test", "image_index": 0, "objects": [
+        {"color": "red", "size": "large", "shape": "cube", "material": "metal", "region": 2, "3d_coords": [1, 2, 0.7],
+         "rotation": 12, "note": "kept", "mask": {"size": [48, 64], "counts": "0"}, "bbox": None, "visible_pixels": 0}],
+        "relationships": {}, "constraint_type_index": 4, "generation": {"attempts": 3},
+        "camera": camera, "render": {"engine": "cycles", "samples": 8, "seed": 1, "width": 64, "height": 48,
+                                     "extra_setting": True}}
+    scene = Scene.from_json(json.loads(json.dumps(data)))
+    obj = scene.objects[0]
+    assert (obj.rotation, obj.bbox, obj.visible_pixels, dict(obj.extra)) == (12, None, 0, {"note": "kept"})
+    assert scene.environment_id == 4 and scene.generation.attempts == 3 and scene.generation.layouts_checked == 0
+    assert scene.camera.width == 64 and scene.image.render.samples == 8 and scene.image.render.denoise is None
+    assert json.dumps(scene.to_json()) == json.dumps(data)
+    with pytest.raises(FormatError, match="rotation"):
+        Scene.from_json({**data, "objects": [{**data["objects"][0], "rotation": "x"}]})
+    with pytest.raises(ValueError, match="field of SceneObject"):
+        SceneObject("red", "cube", "large", "metal", 0, extra={"rotation": 3.0})
+
+
+def test_question_query_is_the_sanitized_query():
+    question = Question("What colour?", "missing(Q):-hasProperty(X,color,Q),at(X,1).")
+    assert question.query.text == "missing(Q) :- hasProperty(X,color,Q), at(X,1)."
+    assert question.query.attribute == "color" and question.query is question.query
