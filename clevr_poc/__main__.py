@@ -1,5 +1,5 @@
 import sys
 
-from clevr_poc.cli import main
+from clevr_poc.commands.main import main
 
 sys.exit(main())

@@ -21,9 +21,9 @@ from clevr_poc.baselines.clip import (  # noqa: E402
     CLIPBaseline, EncoderSpec, FeatureExtractor, FrozenEncoders, MissingImageError, PretrainedModelError, TrainConfig,
     constraint_sentences, decode, load_clip, load_gpt2, train, weighted_bce,
 )
-from clevr_poc.baselines.clip import cli as clip_cli  # noqa: E402
+from clevr_poc.commands import clip as clip_cli  # noqa: E402
 from clevr_poc.baselines.clip.encoders import _clip_cached  # noqa: E402
-from clevr_poc.cli import main as clevr_main  # noqa: E402
+from clevr_poc.commands.main import main as clevr_main  # noqa: E402
 from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.errors import FormatError  # noqa: E402
 from clevr_poc.evaluation import evaluate, write_outputs  # noqa: E402

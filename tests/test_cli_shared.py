@@ -1,4 +1,4 @@
-"""The pieces every command line shares (clevr_poc._cli): argparse types and the error boundary."""
+"""The pieces every command line shares (clevr_poc.commands.shared): argparse types and the error boundary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from clevr_poc._cli import (EXIT_ERROR, EXIT_INTERRUPTED, int_at_least, non_negative_float, open_unit_float,
+from clevr_poc.commands.shared import (EXIT_ERROR, EXIT_INTERRUPTED, int_at_least, non_negative_float, open_unit_float,
                             positive_float, positive_int, run_guarded)
 from clevr_poc.errors import FormatError
 

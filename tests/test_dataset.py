@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from clevr_poc import domain
-from clevr_poc.cli import main as cli_main
+from clevr_poc.commands.main import main as cli_main
 from clevr_poc.dataset_reader import Example, load_dataset
 from clevr_poc.errors import FormatError
 from clevr_poc.generation.dataset_config import DatasetConfig, DatasetConfigError, parse_shares

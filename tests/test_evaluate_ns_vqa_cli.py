@@ -56,7 +56,7 @@ def dataset(tmp_path) -> tuple[Path, list[Question]]:
 
 
 def _run_cli(argv, capsys):
-    from clevr_poc.cli import main
+    from clevr_poc.commands.main import main
 
     status = main(argv)
     captured = capsys.readouterr()

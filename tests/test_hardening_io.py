@@ -277,7 +277,7 @@ _KILL_AT_FOURTH_COMMIT = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)
         real(tmp, path)
     io._commit = commit
-    from clevr_poc.cli import main
+    from clevr_poc.commands.main import main
     sys.exit(main(sys.argv[1:]))
 """)
 
@@ -356,7 +356,7 @@ def test_generate_output_folder_errors(tmp_path):
 
 def test_generate_on_the_core_install_names_the_generate_extra(tmp_path):
     blocked = ("import sys\nfor name in ('tqdm', 'matplotlib'):\n    sys.modules[name] = None\n"
-               "from clevr_poc.cli import main\nsys.exit(main(sys.argv[1:]))")
+               "from clevr_poc.commands.main import main\nsys.exit(main(sys.argv[1:]))")
     out = tmp_path / "ds"
     result = subprocess.run([sys.executable, "-c", blocked, "generate", "--out", str(out), "--environments", "1",
                              "--scenes-per-environment", "1", "--seed", "0"], capture_output=True, text=True,
@@ -366,7 +366,7 @@ def test_generate_on_the_core_install_names_the_generate_extra(tmp_path):
 
 
 def test_missing_optional_module_inside_a_command_is_one_line():
-    from clevr_poc.cli import missing_module_message
+    from clevr_poc.commands.main import missing_module_message
 
     assert "install the [generate] extra" in missing_module_message("generate", ModuleNotFoundError(name="tqdm"))
     assert "install the [render] extra" in missing_module_message("render", ModuleNotFoundError(name="bpy"))

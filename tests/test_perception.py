@@ -209,7 +209,7 @@ def test_perception_rejects_bad_inputs(perception, fixture_examples):
 def test_evaluate_command_on_the_fixture(capsys):
     import json
 
-    from clevr_poc.perception.cli import main
+    from clevr_poc.commands.perception import main
 
     assert main(["evaluate", "--dataset", str(FIXTURE), "--checkpoint", str(MODEL), "--split", "test", "--json",
                  "--no-progress", "--threads", "1"]) == 0
@@ -227,7 +227,7 @@ def test_evaluate_command_on_the_fixture(capsys):
     (["train", "--dataset", str(FIXTURE), "--out", "OUT", "--kinds", "partial"], "unknown scene kind"),
 ])
 def test_cli_bad_inputs_give_one_line_errors(argv, message, capsys, tmp_path):
-    from clevr_poc.perception.cli import main
+    from clevr_poc.commands.perception import main
 
     argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
     assert main(argv) == 1
@@ -238,7 +238,7 @@ def test_cli_bad_inputs_give_one_line_errors(argv, message, capsys, tmp_path):
 @vision
 def test_training_resumes_exactly_after_an_interruption(tmp_path, capsys):
     from clevr_poc.perception import Perception
-    from clevr_poc.perception.cli import main
+    from clevr_poc.commands.perception import main
 
     def run(out, *extra):
         return main(["train", "--dataset", str(FIXTURE), "--out", str(out), "--split", "test", "--kinds",
@@ -376,7 +376,7 @@ def test_device_auto_is_cpu_here_and_cuda_without_cuda_is_a_typed_error():
 def test_cli_device_cuda_without_cuda_is_one_line(capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    from clevr_poc.perception.cli import main
+    from clevr_poc.commands.perception import main
 
     assert main(["evaluate", "--dataset", str(FIXTURE), "--checkpoint", str(MODEL), "--device", "cuda",
                  "--no-progress"]) == 1
@@ -387,7 +387,7 @@ def test_cli_device_cuda_without_cuda_is_one_line(capsys):
 @vision
 def test_fine_tuning_starts_from_a_model_on_the_chosen_device(tmp_path, capsys):
     from clevr_poc.perception import Perception
-    from clevr_poc.perception.cli import main
+    from clevr_poc.commands.perception import main
 
     assert main(["train", "--dataset", str(FIXTURE), "--out", str(tmp_path), "--split", "test", "--kinds",
                  "incomplete", "--no-progress", "--detector-batch", "1", "--attribute-batch", "8", "--threads", "1",

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from clevr_poc.cli import main
+from clevr_poc.commands.main import main
 from clevr_poc.errors import FormatError
 from clevr_poc.rendering import CAMERA_PRESETS, camera_preset, check_visibility, decode_rle, official_camera, project
 from clevr_poc.rendering.shapes import unit_mesh

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from clevr_poc.cli import main
+from clevr_poc.commands.main import main
 from clevr_poc.errors import FormatError
 from clevr_poc.rendering import (
     Camera,

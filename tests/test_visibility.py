@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from clevr_poc.cli import main as cli_main
+from clevr_poc.commands.main import main as cli_main
 from clevr_poc.errors import FormatError
 from clevr_poc.generation.dataset_config import DatasetConfigError
 from clevr_poc.generation.dataset_writer import generate_dataset

@@ -90,7 +90,7 @@ def test_text_only_backends_are_refused():
 
 def test_evaluate_model_vlm_end_to_end_through_a_local_server(examples, tmp_path, capsys):
     pytest.importorskip("openai")
-    from clevr_poc.cli import main
+    from clevr_poc.commands.main import main
     from clevr_poc.llm.testing import ChatCompletionsServer
 
     by_question = {e.question.text: e for e in examples}
@@ -128,7 +128,7 @@ def test_evaluate_model_vlm_end_to_end_through_a_local_server(examples, tmp_path
 
 
 def test_evaluate_model_vlm_needs_a_backend_and_rendered_images(examples, tmp_path, capsys):
-    from clevr_poc.cli import main
+    from clevr_poc.commands.main import main
 
     assert main(["evaluate", "--dataset", str(DATASET), "--split", "test", "--model", "vlm"]) == 1
     assert "--model vlm needs --backend" in capsys.readouterr().err

@@ -106,7 +106,7 @@ def test_a_missing_model_is_a_typed_error(tmp_path, monkeypatch):
 
 
 def test_evaluate_model_vlm_runs_the_tiny_model_on_rendered_images(tiny_vlm, tmp_path, capsys):
-    from clevr_poc.cli import main
+    from clevr_poc.commands.main import main
 
     out = tmp_path / "results"
     assert main(["evaluate", "--dataset", str(DATASET), "--split", "test", "--model", "vlm", "--prompt",

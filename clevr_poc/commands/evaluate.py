@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from clevr_poc import limits
-from clevr_poc._cli import (check_output_file, check_output_folder, positive_int, remove_stale_output_temps,
+from clevr_poc.commands.shared import (check_output_file, check_output_folder, positive_int, remove_stale_output_temps,
                             worker_count)
 from clevr_poc._io import read_json
 from clevr_poc.errors import ClevrPocError, FormatError
@@ -180,7 +180,7 @@ def _model(args: argparse.Namespace) -> Any:
         if not args.checkpoint:
             raise FormatError(f"--model {args.model} needs --checkpoint DIR (a folder written by "
                               "`python -m clevr_poc.baselines.clip train`)", field="--checkpoint")
-        from clevr_poc.baselines.clip.cli import require_clip_extra
+        from clevr_poc.commands.clip import require_clip_extra
 
         require_clip_extra()
         from clevr_poc.baselines.clip.training import CLIPBaseline

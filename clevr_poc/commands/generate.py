@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from clevr_poc.generation.dataset_writer import generate_dataset
     from clevr_poc.rendering.render import DEFAULT_SAMPLES, RenderError, bpy_available
 
-    from clevr_poc._cli import check_output_folder
+    from clevr_poc.commands.shared import check_output_folder
     from clevr_poc.generation.dataset_config import check_generation_caps
 
     environments = _integer(args.environments, "--environments", 1, "environments")

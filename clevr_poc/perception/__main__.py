@@ -1,7 +1,7 @@
-"""``python -m clevr_poc.perception``: see :mod:`clevr_poc.perception.cli`."""
+"""``python -m clevr_poc.perception``: see :mod:`clevr_poc.commands.perception`."""
 
 import sys
 
-from clevr_poc.perception.cli import main
+from clevr_poc.commands.perception import main
 
 sys.exit(main())

@@ -15,7 +15,7 @@ cross-entropy of eq. 1 on cached features.
     model = CLIPBaseline.from_checkpoint("runs/clip-nl")   # model.predict(example) -> frozenset of labels
     report = clevr_poc.evaluation.evaluate(model, test_examples)
 
-Command line: ``python -m clevr_poc.baselines.clip train|evaluate`` (:mod:`~clevr_poc.baselines.clip.cli`)
+Command line: ``python -m clevr_poc.baselines.clip train|evaluate`` (:mod:`~clevr_poc.commands.clip`)
 and ``python -m clevr_poc evaluate --model clip-nl|clip-asp|clip-none --checkpoint DIR``.
 
 Modules: :mod:`~.encoders` (loading CLIP/GPT-2, offline rules, embeddings), :mod:`~.features` (inputs

@@ -1,7 +1,7 @@
-"""``python -m clevr_poc.baselines.clip``: see :mod:`clevr_poc.baselines.clip.cli`."""
+"""``python -m clevr_poc.baselines.clip``: see :mod:`clevr_poc.commands.clip`."""
 
 import sys
 
-from clevr_poc.baselines.clip.cli import main
+from clevr_poc.commands.clip import main
 
 sys.exit(main())

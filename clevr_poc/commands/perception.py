@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Sequence
 
-from clevr_poc._cli import (ArgumentParser, non_negative_float, open_unit_float, positive_float, positive_int,
+from clevr_poc.commands.shared import (ArgumentParser, non_negative_float, open_unit_float, positive_float, positive_int,
                             run_guarded, with_checked_outputs)
 from clevr_poc.perception.cameras import CAMERA_SOURCES, DEFAULT_CAMERA_SOURCE
 from clevr_poc.perception.devices import DEFAULT_DEVICE

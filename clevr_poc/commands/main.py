@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from clevr_poc._cli import EXIT_USAGE, ArgumentParser, run_guarded
+from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, run_guarded
 
 #: Sub-command modules under clevr_poc.commands, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo")

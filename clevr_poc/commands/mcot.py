@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from clevr_poc._io import atomic_write_json, atomic_write_text
-from clevr_poc._cli import (EXIT_USAGE, ArgumentParser, non_negative_int, positive_int, run_guarded,
+from clevr_poc.commands.shared import (EXIT_USAGE, ArgumentParser, non_negative_int, positive_int, run_guarded,
                             with_checked_outputs)
 from clevr_poc.errors import FormatError
 from clevr_poc.mcot.extraction import ExtractionMode, FailurePolicy

@@ -21,7 +21,7 @@ import json
 import sys
 from typing import Any, Sequence
 
-from clevr_poc._cli import (ArgumentParser, non_negative_float, non_negative_int, open_unit_float, positive_float,
+from clevr_poc.commands.shared import (ArgumentParser, non_negative_float, non_negative_int, open_unit_float, positive_float,
                             positive_int, run_guarded, with_checked_outputs)
 from clevr_poc.errors import ClevrPocError, FormatError
 
