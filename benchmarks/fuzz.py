@@ -41,9 +41,9 @@ from clevr_poc.environments import Environment
 from clevr_poc.environments.sampler import sample_environments
 from clevr_poc.errors import ClevrPocError
 from clevr_poc.examples import load_example
-from clevr_poc.knowledge import read_asp
 from clevr_poc.reasoning import Reasoner, sanitize_query
-from clevr_poc.reasoning.audit import environment_code_violation, query_violation, recording_clingo_inputs
+from clevr_poc.reasoning.audit import (clingo_input_violation, environment_code_violation, query_violation,
+                                      recording_clingo_inputs)
 from clevr_poc.scene import Scene
 
 QUERIES = [
@@ -160,20 +160,10 @@ class Tally:
 
 
 def check_reasoner_inputs(seen, environment: Environment, tally: Tally) -> None:
-    trusted_compiled = read_asp("background.lp") + "\n" + read_asp("compiled_inputs.lp") + "\n"
     for where, program in seen:
-        if where == "worker":
-            head, _, query = program.rpartition("\n")
-            problem = query_violation(query)
-            if problem is None and not head.startswith(read_asp("background.lp")):
-                problem = "the direct program does not start with the background theory"
-            if problem is None and environment.constraints_asp() not in head:
-                problem = "the direct program lacks the environment's constraints"
-        elif where == "add":
-            problem = None if program.startswith(trusted_compiled) and program.endswith(
-                "\n" + environment.constraints_asp()) else "compiled mode grounded something else"
-        else:
-            problem = environment_code_violation(program)
+        problem = clingo_input_violation(where, program)
+        if problem is None and where == "environment" and program != environment.constraints_asp():
+            problem = "the program holds constraints other than the environment's"
         if problem is not None:
             tally.violations.append(f"{where}: {problem}: {program[-200:]!r}")
 

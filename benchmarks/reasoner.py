@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     sample = items[: args.official]
     reasoner = Reasoner(mode="direct")
     start = time.perf_counter()
-    official = [official_answer(reasoner.program(env, reasoner.scene_facts(env, scene), reasoner.sanitize(q.asp_query)))
+    official = [official_answer(reasoner.program(env, scene, reasoner.sanitize(q.asp_query)).to_text())
                 for env, scene, q in sample]
     official_time = time.perf_counter() - start
     load["after_official"] = load_average()

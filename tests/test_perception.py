@@ -17,7 +17,7 @@ from clevr_poc import domain
 from clevr_poc.environments import Constraint, Environment
 from clevr_poc.errors import FormatError
 from clevr_poc.perception import geometry as geo
-from clevr_poc.perception.decoding import ObjectCandidate, argmax_decode, constraint_decode, decoding_facts
+from clevr_poc.perception.decoding import ObjectCandidate, argmax_decode, constraint_decode, decoding_symbols
 from clevr_poc.rendering.geometry import default_camera, project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,8 +123,9 @@ def test_constraint_decoding_keeps_n_minus_1_objects_and_removes_duplicates():
 
 def test_decoding_facts_and_candidate_validation():
     c = _candidate(0.5, "red", "cube", "small", "rubber", 0, (-1.0, 1.0))
-    facts = decoding_facts([c], 4)
-    assert "keep_count(1)." in facts and "unseen(1..3)." in facts and "keep_cost(0,693)." in facts
+    facts = {str(s) for s in decoding_symbols([c], 4)}
+    assert {"keep_count(1)", "unseen(1)", "unseen(2)", "unseen(3)", "keep_cost(0,693)"} <= facts
+    assert "unseen(0)" not in facts and "unseen(4)" not in facts
     with pytest.raises(FormatError, match="probabilities.shape"):
         ObjectCandidate(0.5, {**c.probabilities, "shape": (1.0,)}, c.region_probabilities, (0.0, 0.0))
     with pytest.raises(FormatError, match="score"):

@@ -1,7 +1,7 @@
 """clingo checks on environments: satisfiability, useless constraints, how many scenes remain.
 
 All checks run clingo in process, time-limited by the shared watchdog
-(:mod:`clevr_poc.solver.watchdog`). The program checked is the one that defines the complete scenes
+(:mod:`clevr_poc.solver.watchdog`); programs are built by :mod:`clevr_poc.solver.programs`. The program checked is the one that defines the complete scenes
 of an environment (paper §3.3): background theory (Appendix A, lines 1-43) + ``object(0..N-1)`` + the
 constraints. A complete scene is an answer set of it.
 
@@ -19,15 +19,13 @@ import clingo
 from clevr_poc.environments.environment import Environment
 from clevr_poc.environments.templates import Constraint
 from clevr_poc.errors import FormatError, SolverTimeoutError
-from clevr_poc.knowledge import read_asp
+from clevr_poc.solver.control import make_control
+from clevr_poc.solver.programs import Program, environment_program
+from clevr_poc.solver.rules import parse_rules, with_head
 from clevr_poc.solver.watchdog import WATCHDOG
 
 #: An object description: (color, shape, size, material, region).
 Description = tuple[str, str, str, str, int]
-
-
-def _silent(code: clingo.MessageCode, message: str) -> None:  # grounder infos are not errors
-    return None
 
 
 def is_satisfiable(environment: Environment, time_limit: float = 5.0) -> bool:
@@ -47,9 +45,8 @@ def is_satisfiable(environment: Environment, time_limit: float = 5.0) -> bool:
     """
     if time_limit <= 0:
         raise ValueError(f"time_limit must be positive, got {time_limit}")
-    control = clingo.Control(["--models=1"], logger=_silent)
-    control.add("base", [], environment.to_asp(background=True, show=False))
-    control.ground([("base", [])])
+    control = environment_program(environment.num_objects, environment.constraints_asp()).load(
+        make_control(["--models=1"]))
     with WATCHDOG.limit(control, time_limit) as fired:
         result = control.solve()
     if fired[0] or result.interrupted:
@@ -87,19 +84,16 @@ class EnvironmentChecker:
         self.num_objects = num_objects
         self.time_limit = float(time_limit)
         self.constraints: list[Constraint] = []
-        self._control = clingo.Control(["--models=1"], logger=_silent)
-        self._control.add("base", [], read_asp("background.lp") + f"\nobject(0..{num_objects - 1}).\n")
-        self._control.add("checks", [], read_asp("environment_checks.lp"))
-        self._control.ground([("base", []), ("description", [])])
+        self._control = environment_program(num_objects, knowledge=("environment_checks.lp",)).grounding(
+            "description").load(make_control(["--models=1"]))
 
     def add(self, constraint: Constraint) -> int:
         """Ground ``constraint`` as candidate number k (returned); it holds only where assumed active."""
         k = len(self.constraints)
         self.constraints.append(constraint)
         part = f"candidate_{k}"
-        rules = "\n".join(f"violated({k}) {rule}" for rule in constraint.asp_rules())
-        self._control.add(part, [], rules)
-        self._control.ground([(part, []), ("guard", [clingo.Number(k)])])
+        rules = [with_head(rule, "violated", k) for rule in parse_rules("\n".join(constraint.asp_rules()))]
+        Program(ground=((part, ()), ("guard", (k,)))).with_rules(rules, part=part).load(self._control)
         # free, not false: an inactive candidate must not constrain anything
         self._control.assign_external(clingo.Function("active", [clingo.Number(k)]), None)
         return k

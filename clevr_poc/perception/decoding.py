@@ -16,7 +16,7 @@ the most probable scene that is *consistent*:
 
 with the attributes and regions of different detections independent given the image. The program is
 ``asp/perception_decoding.lp`` (weak constraints, costs = -log p scaled to integers); Python only writes
-its parameter facts. clingo's optimisation proves the optimum (or returns the best scene found when the
+its parameter facts, as symbols (:func:`decoding_symbols`). clingo's optimisation proves the optimum (or returns the best scene found when the
 time limit interrupts it).
 """
 
@@ -32,9 +32,10 @@ import numpy as np
 from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
-from clevr_poc.knowledge import read_asp
-from clevr_poc.solver.watchdog import WATCHDOG
 from clevr_poc.scene import compute_relationships
+from clevr_poc.solver.control import make_control
+from clevr_poc.solver.programs import Program
+from clevr_poc.solver.watchdog import WATCHDOG
 
 #: Costs are ``round(COST_SCALE * -log p)`` (clingo optimises integers): 1000 keeps ratios of
 #: probabilities to 0.1 % precision.
@@ -121,30 +122,32 @@ def argmax_decode(candidates: Sequence[ObjectCandidate], threshold: float = 0.5)
     return DecodedScene(keep, values, regions, None, "argmax")
 
 
-def decoding_facts(candidates: Sequence[ObjectCandidate], num_objects: int, *, relations: bool = True) -> str:
+def decoding_symbols(candidates: Sequence[ObjectCandidate], num_objects: int, *,
+                     relations: bool = True) -> list[clingo.Symbol]:
     """The parameter facts of ``asp/perception_decoding.lp`` for ``candidates`` in an environment of
-    ``num_objects`` objects (hidden object included)."""
+    ``num_objects`` objects (hidden object included), as clingo symbols: ``keep_count(K)``,
+    ``detection(d)``, ``unseen(u)``, ``keep_cost/2``, ``drop_cost/2``, ``cost(d, attribute, value, c)``,
+    ``region_cost(d, r, c)`` and ``observed(rel, i, j)``."""
+    function, number = clingo.Function, clingo.Number
     k = len(candidates)
     keep_count = min(k, num_objects - 1)
-    lines = [f"keep_count({keep_count})."]
-    if k:
-        lines.append(f"detection(0..{k - 1}).")
-    unseen = num_objects - keep_count
-    lines.append(f"unseen({k}..{k + unseen - 1}).")
+    facts = [function("keep_count", [number(keep_count)])]
+    facts += [function("detection", [number(d)]) for d in range(k)]
+    facts += [function("unseen", [number(u)]) for u in range(k, k + num_objects - keep_count)]
     for d, c in enumerate(candidates):
-        lines.append(f"keep_cost({d},{_cost(c.score)}). drop_cost({d},{_cost(1.0 - float(c.score))}).")
+        facts.append(function("keep_cost", [number(d), number(_cost(c.score))]))
+        facts.append(function("drop_cost", [number(d), number(_cost(1.0 - float(c.score)))]))
         for attribute in domain.ATTRIBUTES:
-            lines.append(" ".join(f"cost({d},{attribute},{v},{_cost(p)})."
-                                  for v, p in zip(domain.DOMAINS[attribute], c.probabilities[attribute])))
-        lines.append(" ".join(f"region_cost({d},{r},{_cost(p)})." for r, p in zip(domain.REGIONS,
-                                                                                     c.region_probabilities)))
+            facts += [function("cost", [number(d), function(attribute), function(v), number(_cost(p))])
+                      for v, p in zip(domain.DOMAINS[attribute], c.probabilities[attribute])]
+        facts += [function("region_cost", [number(d), number(r), number(_cost(p))])
+                  for r, p in zip(domain.REGIONS, c.region_probabilities)]
     if relations and k > 1:
         rel = compute_relationships([c.position for c in candidates])
         for name in domain.RELATIONS:
             for i, row in enumerate(rel[name]):
-                if row:
-                    lines.append(" ".join(f"observed({name},{i},{j})." for j in row))
-    return "\n".join(lines) + "\n"
+                facts += [function("observed", [function(name), number(i), number(j)]) for j in row]
+    return facts
 
 
 #: clingo optimisation strategies tried in turn: core-guided (``usc``) proves most optima in
@@ -154,10 +157,8 @@ def decoding_facts(candidates: Sequence[ObjectCandidate], num_objects: int, *, r
 USC_SHARE = 0.25
 
 
-def _solve_with(program: str, options: list[str], time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
-    control = clingo.Control(["--opt-mode=opt", "--warn=none", *options], logger=lambda code, message: None)
-    control.add("base", [], program)
-    control.ground([("base", [])])
+def _solve_with(program: Program, options: list[str], time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
+    control = program.load(make_control(["--opt-mode=opt", "--warn=none", *options]))
     best: list[clingo.Symbol] = []
     cost: int | None = None
     with WATCHDOG.limit(control, time_limit) as fired:
@@ -171,7 +172,7 @@ def _solve_with(program: str, options: list[str], time_limit: float) -> tuple[st
     return ("optimal" if best else "unsatisfiable"), best, cost
 
 
-def _solve(program: str, time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
+def _solve(program: Program, time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
     """Core-guided first, then branch and bound; the better of the two when neither proves the optimum."""
     status, best, cost = _solve_with(program, ["--opt-strategy=usc"], time_limit * USC_SHARE)
     if status != "interrupted":
@@ -197,9 +198,11 @@ def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Enviro
     """
     if time_limit <= 0:
         raise ValueError(f"time_limit must be positive, got {time_limit}")
-    base = read_asp("background.lp") + "\n" + read_asp("perception_decoding.lp") + "\n" + environment.constraints_asp()
+    # no objects(N) part: perception_decoding.lp declares the kept detections and the unseen objects
+    base = Program().with_knowledge("background.lp", "perception_decoding.lp").with_constraints(
+        environment.constraints_asp())
     for relations in (True, False):
-        program = base + "\n" + decoding_facts(candidates, environment.num_objects, relations=relations)
+        program = base.with_facts(decoding_symbols(candidates, environment.num_objects, relations=relations))
         status, symbols, cost = _solve(program, time_limit)
         if symbols:
             break

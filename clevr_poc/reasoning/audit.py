@@ -3,8 +3,9 @@
 The checks do not trust the sanitizer or the environment check they audit: a query is read with
 clingo's own parser (after the lexer has shown it holds nothing that parser would execute) and its
 syntax tree is compared with the query language; environment code is re-lexed.
-:func:`recording_clingo_inputs` records every text handed to clingo in this process (``Control.add``,
-``clingo.ast.parse_string``) and every program sent to the direct-mode worker process.
+:func:`recording_clingo_inputs` records every text handed to clingo: each part and fact batch of a
+program built by :mod:`clevr_poc.solver.programs` (in process or sent to the direct-mode worker),
+every ``clingo.ast.parse_string`` call, and any ``Control.add`` past the builder.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import clingo
 import clingo.ast as clingo_ast
 
 from clevr_poc.asp_lexer import lex
+from clevr_poc.knowledge import read_asp
 from clevr_poc.reasoning.sanitizer import QUERY_PREDICATES
+from clevr_poc.solver.programs import KNOWLEDGE_PREFIX, observing
 
 _QUERY_PUNCT = frozenset({"(", ")", ",", ".", ":-", "!="})
 # (``#false``: clingo prints an integrity constraint ``:- body.`` as ``#false :- body.``, which the
@@ -94,36 +97,63 @@ def environment_code_violation(text: str) -> str | None:
     return None
 
 
+def clingo_input_violation(where: str, text: str) -> str | None:
+    """What is wrong with one record ``(where, text)`` of :func:`recording_clingo_inputs`, or None:
+    a knowledge file must be that file's text, a query inside the query language, environment code,
+    rules, facts and parsed text free of comments, strings, scripts and other directives; nothing may
+    reach ``Control.add`` past the program builder."""
+    if where.startswith(KNOWLEDGE_PREFIX):
+        try:
+            return None if text == read_asp(where[len(KNOWLEDGE_PREFIX):]) else f"{where} differs from the file"
+        except OSError:
+            return f"{where}: no such knowledge file"
+    if where == "query":
+        return query_violation(text)
+    if where in ("environment", "rules", "facts", "parse"):
+        return environment_code_violation(text)
+    if where == "unannounced":
+        return "text reached Control.add outside the program builder (clevr_poc.solver.programs)"
+    return f"unknown source {where!r}"
+
+
 @contextmanager
 def recording_clingo_inputs() -> Iterator[list[tuple[str, str]]]:
-    """Record ``(where, text)`` for every text given to ``clingo.Control.add`` (``"add"``),
-    ``clingo.ast.parse_string`` (``"parse"``) and the direct-mode worker (``"worker"``, the whole
-    program) while the block runs (this process and thread-agnostic; not re-entrant)."""
-    from clevr_poc.reasoning import reasoner as reasoner_module
+    """Record ``(where, text)`` for every text handed to clingo while the block runs (this process,
+    every thread; not re-entrant), in this process or sent to the direct-mode worker:
 
+    - through the program builder (:func:`clevr_poc.solver.programs.observing`): ``where`` is the
+      part's source, ``"asp/<file>"``, ``"environment"``, ``"query"``, ``"rules"``, or ``"facts"``
+      (the fact symbols as text);
+    - ``clingo.ast.parse_string``: ``"parse"``;
+    - ``clingo.Control.add`` with a text the builder did not announce: ``"unannounced"`` (none is
+      expected).
+
+    :func:`clingo_input_violation` checks one record.
+    """
     seen: list[tuple[str, str]] = []
+    announced: set[str] = set()
     original_add = clingo.Control.add
     original_parse = clingo_ast.parse_string
-    original_worker = reasoner_module.solve_brave_isolated
+
+    def observe(source: str, text: str) -> None:
+        announced.add(text)
+        seen.append((source, text))
 
     def add(self, *args, **kwargs):
-        seen.append(("add", args[-1] if args else kwargs.get("program", "")))
+        text = args[-1] if args else kwargs.get("program", "")
+        if text not in announced:
+            seen.append(("unannounced", text))
         return original_add(self, *args, **kwargs)
 
     def parse_string(program, *args, **kwargs):
         seen.append(("parse", program))
         return original_parse(program, *args, **kwargs)
 
-    def worker(program, *args, **kwargs):
-        seen.append(("worker", program))
-        return original_worker(program, *args, **kwargs)
-
     clingo.Control.add = add
     clingo_ast.parse_string = parse_string
-    reasoner_module.solve_brave_isolated = worker
     try:
-        yield seen
+        with observing(observe):
+            yield seen
     finally:
         clingo.Control.add = original_add
         clingo_ast.parse_string = original_parse
-        reasoner_module.solve_brave_isolated = original_worker

@@ -2,7 +2,7 @@
 
 Grounding dominates the cost of one small CLEVR-POC question (~5 ms of ~8 ms; see
 ``docs/benchmarks.md``). :class:`EnvironmentSolver` grounds ``background.lp + compiled_inputs.lp +
-object(0..N-1) + constraints`` once per environment (``compiled_inputs.lp`` restates the rules of
+objects(N) + slots(S) + constraints`` (:func:`clevr_poc.solver.programs.environment_program`) once per environment (``compiled_inputs.lp`` restates the rules of
 ``answering.lp`` in an equivalent form that grounds 3x smaller); a question is then a list of
 assumptions over ``#external`` atoms (scene facts and the compiled query, see ``asp/compiled_inputs.lp``
 for why the answer sets are those of the direct program), and one brave-consequence solve. Each
@@ -24,10 +24,11 @@ from typing import Iterable
 import clingo
 
 from clevr_poc import domain
-from clevr_poc.knowledge import read_asp
 from clevr_poc.reasoning.sanitizer import SanitizedQuery
-from clevr_poc.solver.watchdog import solve_brave
 from clevr_poc.scene import Scene
+from clevr_poc.solver.control import make_control
+from clevr_poc.solver.programs import environment_program
+from clevr_poc.solver.watchdog import solve_brave
 
 #: Query variables (objects) a compiled query may use; CLEVR-POC's three-hop questions use 4.
 MAX_SLOTS = 5
@@ -142,20 +143,15 @@ class EnvironmentSolver:
     EXTERNALS = (("scene_relation", 3), ("slot", 1), ("q_object", 2), ("q_property", 3), ("q_at", 2),
                  ("q_relation", 3), ("q_same", 3), ("q_distinct", 2), ("q_target", 2))
 
-    def __init__(self, num_objects: int, constraints_asp: str, logger=None, slots: int = MAX_SLOTS) -> None:
+    def __init__(self, num_objects: int, constraints_asp: str, slots: int = MAX_SLOTS) -> None:
         if not 1 <= slots <= MAX_SLOTS:
             raise ValueError(f"slots must be in 1..{MAX_SLOTS}, got {slots}")
         self.num_objects = num_objects
         #: query variables this program has room for (a question with more cannot use it)
         self.slots = slots
         self.lock = threading.Lock()
-        control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=logger)
-        control.add("base", [], "\n".join((
-            read_asp("background.lp"), read_asp("compiled_inputs.lp"),
-            f"object(0..{num_objects - 1}). slot_id(0..{slots - 1}).",
-            constraints_asp,
-        )))
-        control.ground([("base", [])])
+        program = environment_program(num_objects, constraints_asp, knowledge=("compiled_inputs.lp",))
+        control = program.grounding("slots", slots).load(make_control(["--models=0", "--enum-mode=brave"]))
         atoms = control.symbolic_atoms
         #: external -> position in :attr:`base` (its false literal there)
         self.index: dict[tuple, int] = {}

@@ -42,8 +42,11 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
 from clevr_poc.reasoning.sanitizer import SanitizedQuery
-from clevr_poc.solver.watchdog import WATCHDOG
 from clevr_poc.scene import Scene
+from clevr_poc.solver.control import make_control
+from clevr_poc.solver.programs import Program, scene_symbols
+from clevr_poc.solver.rules import parse_rules, with_body_literal
+from clevr_poc.solver.watchdog import WATCHDOG
 
 #: Relation name -> English phrase ("Y is <phrase> X" for ``rel(X, Y)``, see ``asp/answering.lp``).
 _RELATION_PHRASES = {"right": "right of", "left": "left of", "front": "in front of", "behind": "behind"}
@@ -113,17 +116,6 @@ def _background_rule_name(rule: clingo_ast.AST) -> str | None:
     return None
 
 
-def _activation_literal(location: Any, predicate: str, number: int) -> clingo_ast.AST:
-    atom = clingo_ast.Function(location, predicate, [clingo_ast.SymbolicTerm(location, clingo.Number(number))], 0)
-    return clingo_ast.Literal(location, clingo_ast.Sign.NoSign, clingo_ast.SymbolicAtom(atom))
-
-
-def _rules(text: str) -> list[clingo_ast.AST]:
-    statements: list[clingo_ast.AST] = []
-    clingo_ast.parse_string(text, statements.append)
-    return [s for s in statements if s.ast_type == clingo_ast.ASTType.Rule]
-
-
 @lru_cache(maxsize=1)
 def activated_background() -> tuple[str, tuple[str, ...]]:
     """``background.lp + answering.lp`` with ``background_active(b)`` in the body of every rule that can
@@ -135,13 +127,12 @@ def activated_background() -> tuple[str, tuple[str, ...]]:
     """
     names: list[str] = []
     lines: list[str] = []
-    for rule in _rules(read_asp("background.lp") + "\n" + read_asp("answering.lp")):
+    for rule in parse_rules(read_asp("background.lp") + "\n" + read_asp("answering.lp")):
         name = _background_rule_name(rule)
         if name is not None:
             if name not in names:
                 names.append(name)
-            literal = _activation_literal(rule.location, "background_active", names.index(name))
-            rule = rule.update(body=list(rule.body) + [literal])
+            rule = with_body_literal(rule, "background_active", names.index(name))
         lines.append(str(rule))
     return "\n".join(lines), tuple(names)
 
@@ -160,9 +151,8 @@ def _activated_constraints(rules: tuple[tuple[str, ...], ...]) -> str:
             lines.append(" ".join(rule.split()))
             owner.append(k)
     activated = []
-    for rule in _rules("\n".join(lines)):
-        k = owner[rule.location.begin.line - 1]
-        activated.append(str(rule.update(body=list(rule.body) + [_activation_literal(rule.location, "active", k)])))
+    for rule in parse_rules("\n".join(lines)):
+        activated.append(str(with_body_literal(rule, "active", owner[rule.location.begin.line - 1])))
     return "\n".join(activated)
 
 
@@ -225,28 +215,25 @@ class _Check:
 class _ExplainSolver:
     """One grounded explanation program; checks are solves under assumptions."""
 
-    def __init__(self, environment: Environment, scene_facts: str, query: SanitizedQuery, hidden: int | None,
+    def __init__(self, environment: Environment, scene: Scene, query: SanitizedQuery, hidden: int | None,
                  candidates: Sequence[str], time_limit: float) -> None:
         self.time_limit = time_limit
         background, self.background_names = activated_background()
         self.target = _target_variable(query)
-        body = ", ".join(query.literals)
-        parts = [
-            background,
-            f"object(0..{environment.num_objects - 1}).",
-            activated_constraints(environment),
-            scene_facts,
-            query.text,
-            f"witness({self.target},{query.head_variable}) :- {body}." if self.target is not None else "",
-            read_asp("explain.lp"),
-            f"constraint_id(0..{len(environment.constraints) - 1})." if environment.constraints else "",
-            f"background_rule_id(0..{len(self.background_names) - 1})." if self.background_names else "",
-            " ".join(f"candidate({v})." for v in candidates),
-            f"hidden({hidden})." if hidden is not None else "",
-        ]
-        control = clingo.Control(["--models=1"], logger=lambda code, message: None)
-        control.add("base", [], "\n".join(parts))
-        control.ground([("base", [])])
+        witness = (f"witness({self.target},{query.head_variable}) :- {', '.join(query.literals)}."
+                   if self.target is not None else "")
+        function, number = clingo.Function, clingo.Number
+        facts = [function("constraint_id", [number(k)]) for k in range(len(environment.constraints))]
+        facts += [function("background_rule_id", [number(b)]) for b in range(len(self.background_names))]
+        facts += [function("candidate", [clingo.parse_term(v)]) for v in candidates]
+        program = (Program().with_text("rules", background).with_knowledge("objects.lp")
+                   .grounding("objects", environment.num_objects)
+                   .with_text("rules", activated_constraints(environment))
+                   .with_facts(scene_symbols(scene)).with_query(query.text).with_text("rules", witness)
+                   .with_knowledge("explain.lp").with_facts(facts))
+        if hidden is not None:
+            program = program.grounding("hidden", hidden)
+        control = program.load(make_control(["--models=1"]))
         self.control = control
         atoms = control.symbolic_atoms
 
@@ -353,8 +340,7 @@ def explain(reasoner: Any, environment: Environment, scene: Scene, query: Any) -
     answer = reasoner.answer(environment, scene, checked)
     hidden = len(scene) if len(scene) < environment.num_objects else None
     candidates = candidate_values(checked, answer.values, environment.num_objects)
-    solver = _ExplainSolver(environment, answer.scene_facts or reasoner.scene_facts(environment, scene), checked,
-                            hidden, candidates, reasoner.time_limit)
+    solver = _ExplainSolver(environment, scene, checked, hidden, candidates, reasoner.time_limit)
     everything = list(solver.activation)
     kept: list[Witness] = []
     eliminated: list[Elimination] = []

@@ -28,6 +28,7 @@ import weakref
 from pathlib import Path
 
 from clevr_poc.errors import ClevrPocError, SolverTimeoutError
+from clevr_poc.solver.programs import Program
 
 #: Seconds a worker may take beyond the time limit (replying, winding down an interrupted solve)
 #: before it is killed.
@@ -41,7 +42,7 @@ MEMORY_LIMIT = 4 * 1024**3
 MAX_IDLE = 4
 
 _HEADER = struct.Struct(">I")
-_WORKER_SCRIPT = Path(__file__).with_name("solver_worker.py")
+_WORKER_SCRIPT = Path(__file__).with_name("solver_worker.py")  # loads ../solver/control.py
 
 
 class SolverWorkerError(ClevrPocError):
@@ -89,7 +90,7 @@ class _Worker:
             pass
         self.replies.put(None)  # end of output: the worker died or was killed
 
-    def call(self, program: str, time_limit: float) -> dict:
+    def call(self, program: dict, time_limit: float) -> dict:
         body = json.dumps({"program": program, "time_limit": time_limit}).encode("utf-8")
         try:
             self.process.stdin.write(_HEADER.pack(len(body)) + body)
@@ -154,12 +155,14 @@ def _stop_all() -> None:
         worker.kill()
 
 
-def solve_brave_isolated(program: str, time_limit: float) -> tuple[bool, frozenset[str], bool]:
+def solve_brave_isolated(program: Program, time_limit: float) -> tuple[bool, frozenset[str], bool]:
     """Ground and solve ``program`` (brave consequences) in a worker process.
 
     Args:
-        program: ASCII program text (the Reasoner's direct program: background, answering rules,
-            objects, constraints, scene facts, sanitized query); ``missing/1`` must be shown.
+        program: the Reasoner's direct program (background, answering rules, objects, constraints,
+            scene facts, sanitized query; :mod:`clevr_poc.solver.programs`); ``missing/1`` must be
+            shown. Its parts go to the audit observers (:func:`~clevr_poc.solver.programs.observing`)
+            before they go to the worker.
         time_limit: seconds for grounding and solving together.
 
     Returns:
@@ -170,10 +173,14 @@ def solve_brave_isolated(program: str, time_limit: float) -> tuple[bool, frozens
         SolverTimeoutError: no reply within ``time_limit`` + :data:`GRACE_SECONDS` (the worker was
             killed: grounding overran the limit).
         SolverWorkerError: clingo reported an error, ran out of memory, or the worker died.
+        UnsafeProgramError: non-ASCII text in the program.
     """
+    program.check_ascii()
+    program.announce()
+    message = program.to_message()
     worker = _acquire()
     try:
-        reply = worker.call(program, time_limit)
+        reply = worker.call(message, time_limit)
     except BaseException:
         worker.kill()  # a timeout, or an interruption (Ctrl-C) while the worker still works
         raise

@@ -21,37 +21,25 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable
 
-import clingo
-
-from clevr_poc import domain
 from clevr_poc.answer import Answer
 from clevr_poc.environments.environment import Environment
-from clevr_poc.errors import FormatError, SolverTimeoutError, UnsafeProgramError, UnsatisfiableError
-from clevr_poc.knowledge import read_asp
+from clevr_poc.errors import FormatError, SolverTimeoutError, UnsatisfiableError
 from clevr_poc.question import Question
 from clevr_poc.reasoning.compiled import MAX_SLOTS, EnvironmentSolver, compile_query
 from clevr_poc.reasoning.isolated import solve_brave_isolated
 from clevr_poc.reasoning.sanitizer import MAX_OBJECT_VARIABLES, SanitizedQuery, sanitize_query
-from clevr_poc.solver.watchdog import solve_brave
 from clevr_poc.scene import Scene
+from clevr_poc.solver.control import make_control
+from clevr_poc.solver.programs import Program, environment_program, scene_symbols
+from clevr_poc.solver.watchdog import solve_brave
 
 QueryLike = str | Question | SanitizedQuery
 
 #: Fewest query variables a compiled program is grounded for: a 1-slot program solves no faster than
 #: a 2-slot one, so one- and two-variable questions share it.
 MIN_SLOTS = 2
-
-
-def _silent(code: clingo.MessageCode, message: str) -> None:  # clingo's info messages are not errors
-    return None
-
-
-@lru_cache(maxsize=1)
-def _fixed_program() -> str:
-    return read_asp("background.lp") + "\n" + read_asp("answering.lp")
 
 
 @dataclass(frozen=True)
@@ -138,7 +126,7 @@ class Reasoner:
             result = self._solve_compiled(environment, scene, checked)
         if result is None:
             self.counts["direct"] += 1
-            result = self._solve(self.program(environment, facts, checked))
+            result = self._solve(self.program(environment, scene, checked))
         if not result.satisfiable:
             reason = ("no answer set: the scene, the question and the environment's constraints are "
                       "inconsistent (or nothing can match the question)")
@@ -169,15 +157,12 @@ class Reasoner:
         return scene.to_asp_facts()
 
     @staticmethod
-    def program(environment: Environment, facts: str, query: SanitizedQuery) -> str:
-        """The full program text: background, answering rules, objects, constraints, facts, query."""
-        return "\n".join((
-            _fixed_program(),
-            f"object(0..{environment.num_objects - 1}).",
-            environment.constraints_asp(),
-            facts,
-            query.text,
-        ))
+    def program(environment: Environment, scene: Scene, query: SanitizedQuery) -> Program:
+        """The direct program (:mod:`clevr_poc.solver.programs`): background, answering rules,
+        ``objects(N)``, constraints, the scene's facts as symbols, the query
+        (``program.to_text()`` is the same program as one text, for plain ``clingo``)."""
+        return (environment_program(environment.num_objects, environment.constraints_asp(), knowledge=("answering.lp",))
+                .with_facts(scene_symbols(scene)).with_query(query.text))
 
     def solver_for(self, environment: Environment, slots: int = MAX_SLOTS) -> EnvironmentSolver:
         """The grounded :class:`EnvironmentSolver` of ``environment`` with room for ``slots`` query
@@ -195,7 +180,7 @@ class Reasoner:
                 solver = variants.get(slots)
                 if solver is not None:
                     return solver
-        solver = EnvironmentSolver(environment.num_objects, key[1], logger=_silent, slots=slots)
+        solver = EnvironmentSolver(environment.num_objects, key[1], slots=slots)
         with self._solvers_lock:
             variants = self._solvers.setdefault(key, {})
             solver = variants.setdefault(slots, solver)
@@ -218,17 +203,13 @@ class Reasoner:
         self.counts["compiled"] += 1
         return SolveResult(satisfiable, values)
 
-    def _solve(self, program: str) -> SolveResult:
-        if not program.isascii():  # clingo's logger aborts the interpreter on non-ASCII messages
-            raise UnsafeProgramError("rejected ASP program: non-ASCII text")
+    def _solve(self, program: Program) -> SolveResult:
         if self.isolate:
             satisfiable, values, timed_out = solve_brave_isolated(program, self.time_limit)
             if timed_out:
                 raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s")
             return SolveResult(satisfiable, values)
-        control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=_silent)
-        control.add("base", [], program)
-        control.ground([("base", [])])
+        control = program.load(make_control(["--models=0", "--enum-mode=brave"]))
         satisfiable, symbols, timed_out = solve_brave(control, (), self.time_limit)
         if timed_out:
             raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s")

@@ -1,9 +1,13 @@
 """The worker process of :mod:`clevr_poc.reasoning.isolated`: grounds and solves one program per request.
 
 Run as a script (``python solver_worker.py MEMORY_LIMIT_BYTES``), it imports nothing but the standard
-library and clingo. Messages on stdin/stdout are a 4-byte big-endian length and a UTF-8 JSON object:
+library, clingo and :mod:`clevr_poc.solver.control` (loaded by its file path, which imports only clingo:
+the same Control factory and program loader as in process). Messages on stdin/stdout are a 4-byte
+big-endian length and a UTF-8 JSON object:
 
-- request ``{"program": str, "time_limit": float}``: grounding + brave solving under ``time_limit``
+- request ``{"program": {"parts": [[name, [], text], ...], "facts": [symbol text, ...], "ground":
+  [[name, [int, ...]], ...]}, "time_limit": float}`` (:meth:`clevr_poc.solver.programs.Program.to_message`):
+  grounding + brave solving under ``time_limit``
   seconds in all (the solve call is interrupted at what is left of it after grounding; grounding cannot
   be interrupted, so the parent kills the process when no reply comes in time);
 - reply ``{"satisfiable": bool, "values": [str, ...], "timed_out": bool}`` (``values``: the arguments of
@@ -57,13 +61,26 @@ def _limit_resources(memory_limit: int) -> None:
             pass
 
 
-def _solve(clingo, request: dict) -> dict:
+def _load_control_module():
+    """:mod:`clevr_poc.solver.control` from its file (``../solver/control.py``), without importing
+    the ``clevr_poc`` package."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "solver", "control.py")
+    spec = importlib.util.spec_from_file_location("clevr_poc_solver_control", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _solve(clingo, solver_control, request: dict) -> dict:
     started = time.monotonic()
     seconds = float(request["time_limit"])
     try:
-        control = clingo.Control(["--models=0", "--enum-mode=brave"], logger=lambda code, message: None)
-        control.add("base", [], request["program"])
-        control.ground([("base", [])])
+        program = request["program"]
+        control = solver_control.make_control(["--models=0", "--enum-mode=brave"])
+        solver_control.load_program(control, program["parts"], [clingo.parse_term(f) for f in program["facts"]],
+                                    program["ground"])
         remaining = seconds - (time.monotonic() - started)
         if remaining <= 0:
             return {"timed_out": True}
@@ -83,7 +100,7 @@ def _solve(clingo, request: dict) -> dict:
         return {"satisfiable": bool(result.satisfiable), "values": values, "timed_out": False}
     except MemoryError:
         return {"error": "clingo ran out of memory"}
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:
         return {"error": " ".join(str(exc).split())[:300] or "clingo failed"}
 
 
@@ -93,6 +110,7 @@ def main(argv: list[str]) -> int:
     _limit_resources(int(argv[1]) if len(argv) > 1 else 0)
     import clingo
 
+    solver_control = _load_control_module()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     _send(stdout, {"ready": True})
     while True:
@@ -102,7 +120,7 @@ def main(argv: list[str]) -> int:
         body = _read(stdin, _HEADER.unpack(header)[0])
         if body is None:
             return 0
-        _send(stdout, _solve(clingo, json.loads(body)))
+        _send(stdout, _solve(clingo, solver_control, json.loads(body)))
 
 
 if __name__ == "__main__":

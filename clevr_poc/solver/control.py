@@ -4,8 +4,8 @@ Imports only the standard library and clingo: the direct-mode worker process
 (:mod:`clevr_poc.reasoning.solver_worker`) loads this file by its path and uses the same two functions.
 
 clingo's logger aborts the interpreter when a message holds non-ASCII text, so every Control gets a
-logger (the silent one by default: grounder infos such as "atom does not occur" are not errors) and
-:func:`load_program` refuses non-ASCII text before clingo sees it.
+logger (the silent one by default: grounder infos such as "atom does not occur" are not errors);
+:meth:`clevr_poc.solver.programs.Program.check_ascii` refuses non-ASCII text before clingo sees it.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ def load_program(control: clingo.Control, parts: Iterable[tuple[str, Sequence[st
     (the grounder treats them as facts, like facts in text) and ground the ``ground`` parts
     (``(name, integer arguments)``, e.g. ``("objects", (7,))``) in one grounding step.
 
+    Untrusted text must be checked first (ASCII only: :meth:`clevr_poc.solver.programs.Program.check_ascii`).
+
     Raises:
-        ValueError: a part's text is not ASCII (it would reach clingo's logger, which aborts on it).
         RuntimeError: clingo rejects the program (a parse or grounding error).
     """
     for name, parameters, text in parts:
-        if not text.isascii():
-            raise ValueError("non-ASCII program text")
         control.add(name, list(parameters), text)
     facts = list(facts)
     if facts:

@@ -101,9 +101,10 @@ class Program:
         """Add the files ``asp/<name>`` (their own ``#program`` directives apply)."""
         return replace(self, parts=self.parts + tuple(Part(KNOWLEDGE_PREFIX + n, read_asp(n)) for n in names))
 
-    def with_text(self, source: str, text: str) -> "Program":
-        """Add ``text`` labelled ``source`` (``"environment"``, ``"query"``, ``"rules"``)."""
-        return replace(self, parts=self.parts + (Part(source, text),)) if text else self
+    def with_text(self, source: str, text: str, *, part: str = "base") -> "Program":
+        """Add ``text`` labelled ``source`` (``"environment"``, ``"query"``, ``"rules"``) to the
+        ``#program`` part ``part``."""
+        return replace(self, parts=self.parts + (Part(source, text, part),)) if text else self
 
     def with_constraints(self, constraints: str) -> "Program":
         """Add an environment's constraints (:meth:`Environment.constraints_asp`, checked text)."""
@@ -113,9 +114,9 @@ class Program:
         """Add a sanitized query's text (:attr:`SanitizedQuery.text`)."""
         return self.with_text("query", query)
 
-    def with_rules(self, rules: Iterable[clingo_ast.AST]) -> "Program":
-        """Add rules built with :mod:`clingo.ast` (printed in clingo's canonical form)."""
-        return self.with_text("rules", "\n".join(str(rule) for rule in rules))
+    def with_rules(self, rules: Iterable[clingo_ast.AST], *, part: str = "base") -> "Program":
+        """Add rules built with :mod:`clingo.ast` (printed in clingo's canonical form) to ``part``."""
+        return self.with_text("rules", "\n".join(str(rule) for rule in rules), part=part)
 
     def with_facts(self, symbols: Iterable[clingo.Symbol]) -> "Program":
         """Add facts given as symbols (``clingo.Function``)."""
@@ -127,9 +128,11 @@ class Program:
 
     # ------------------------------------------------------------------ using
     def check_ascii(self) -> None:
-        """Raise :class:`~clevr_poc.errors.UnsafeProgramError` when a part or fact is not ASCII (clingo's
-        logger aborts the interpreter on non-ASCII messages)."""
-        if not all(p.text.isascii() for p in self.parts) or not all(str(s).isascii() for s in self.facts):
+        """Raise :class:`~clevr_poc.errors.UnsafeProgramError` when a part (other than a shipped
+        knowledge file, whose comments may hold non-ASCII text) or a fact is not ASCII (clingo's logger
+        aborts the interpreter on non-ASCII messages)."""
+        if not all(p.text.isascii() for p in self.parts if not p.source.startswith(KNOWLEDGE_PREFIX)) \
+                or not all(str(s).isascii() for s in self.facts):
             raise UnsafeProgramError("rejected ASP program: non-ASCII text")
 
     def announce(self) -> None:

@@ -38,5 +38,13 @@ def with_body_literal(rule: clingo_ast.AST, predicate: str, number: int) -> clin
 
 def with_head(rule: clingo_ast.AST, predicate: str, number: int) -> clingo_ast.AST:
     """``rule`` with the head ``predicate(number)`` instead of its own (``:- body.`` becomes
-    ``violated(k) :- body.``)."""
+    ``violated(k) :- body.``).
+
+    Raises:
+        ValueError: ``rule`` is not an integrity constraint (its head is not ``#false``).
+    """
+    head = rule.head
+    if not (head.ast_type == clingo_ast.ASTType.Literal and head.atom.ast_type == clingo_ast.ASTType.BooleanConstant
+            and not head.atom.value):
+        raise ValueError(f"not an integrity constraint: {rule}")
     return rule.update(head=numbered_atom(rule.location, predicate, number))
