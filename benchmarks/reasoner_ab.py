@@ -1,6 +1,6 @@
 """Compiled-mode questions/s of this checkout's Reasoner vs a baseline commit's, in one process.
 
-The baseline's ``clevr_poc/reasoning/sanitizer.py`` and ``reasoner.py`` are read with ``git show`` and
+The baseline's ``clevr_poc/reasoning/sanitizer.py``, ``watchdog.py``, ``compiled.py`` and ``reasoner.py`` are read with ``git show`` and
 loaded under other module names (the rest of the package is this checkout's), so both Reasoners answer
 the same questions (``benchmarks/reasoner.py``'s inputs) in alternating warm passes; the ratio of
 their medians is robust to other jobs loading the machine. Also times ``sanitize_query`` alone. Usage::
@@ -42,9 +42,15 @@ def baseline_modules(commit: str):
         exec(compile(text, module.__file__, "exec"), module.__dict__)
         return module
 
+    def rebased(text: str) -> str:  # the baseline's own modules, not this checkout's
+        for module in ("sanitizer", "watchdog", "compiled"):
+            text = text.replace(f"from clevr_poc.reasoning.{module} import", f"from baseline_{module} import")
+        return text
+
     sanitizer = load("baseline_sanitizer", source("clevr_poc/reasoning/sanitizer.py"))
-    reasoner = load("baseline_reasoner", source("clevr_poc/reasoning/reasoner.py").replace(
-        "from clevr_poc.reasoning.sanitizer import", "from baseline_sanitizer import"))
+    load("baseline_watchdog", source("clevr_poc/reasoning/watchdog.py"))  # clevr_poc/solver/ since issue 16
+    load("baseline_compiled", rebased(source("clevr_poc/reasoning/compiled.py")))
+    reasoner = load("baseline_reasoner", rebased(source("clevr_poc/reasoning/reasoner.py")))
     return sanitizer, reasoner
 
 
