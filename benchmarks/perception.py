@@ -33,7 +33,7 @@ import torch  # noqa: E402
 
 from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.perception import Perception  # noqa: E402
-from clevr_poc.perception.data import image_truth, load_image  # noqa: E402
+from clevr_poc.perception.rendered_truth import image_truth, load_image  # noqa: E402
 
 
 def main() -> None:

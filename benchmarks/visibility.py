@@ -12,7 +12,7 @@
    ever holds while an object of a partial image (any hidden object) is under the minimum (the check
    relies on it never happening: removing an object only uncovers pixels);
 3. *renderer agreement*: every scene of the dataset passes :func:`clevr_poc.rendering.check_visibility`
-   from the seed the ``render`` command will use (:func:`clevr_poc.rendering.dataset.plan_tasks`).
+   from the seed the ``render`` command will use (:func:`clevr_poc.rendering.batch_render.plan_tasks`).
 
 Usage::
 
@@ -96,7 +96,7 @@ def _monotonicity(args) -> dict:
 
 def _agreement(root: str) -> dict:
     from clevr_poc.rendering import check_visibility
-    from clevr_poc.rendering.dataset import plan_tasks
+    from clevr_poc.rendering.batch_render import plan_tasks
     from clevr_poc.scene import Scene
 
     tasks, _ = plan_tasks(os.path.join(root, "both"), complete=True)

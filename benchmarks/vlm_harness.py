@@ -45,14 +45,14 @@ def clevr_examples(n: int) -> list[Any]:
 
 
 def m3cot_records(n: int) -> list[Any]:
-    from clevr_poc.mcot.data import load_m3cot
+    from clevr_poc.mcot.mcot_data import load_m3cot
 
     base = load_m3cot(FIXTURES / "mcot" / "m3cot_data.jsonl", split="test")
     return [replace(base[i % len(base)], id=f"{base[i % len(base)].id}-{i}") for i in range(n)]
 
 
 def scienceqa_dataset(n: int) -> Any:
-    from clevr_poc.mcot.data import load_scienceqa
+    from clevr_poc.mcot.mcot_data import load_scienceqa
 
     data = load_scienceqa(FIXTURES / "mcot" / "scienceqa")
     test = data.split_ids("test")

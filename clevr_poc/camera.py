@@ -2,7 +2,7 @@
 
 numpy only, so every stage can hold one: rendering makes it (:mod:`clevr_poc.rendering.geometry`:
 projection, presets), a scene carries it (:class:`clevr_poc.scene_metadata.ImageInfo`), perception turns
-pixels back into ground positions with it (:mod:`clevr_poc.perception.geometry`).
+pixels back into ground positions with it (:mod:`clevr_poc.perception.box_geometry`).
 
 Conventions: OpenCV camera axes (``x`` right, ``y`` down, ``z`` forward), world = Blender world (ground
 ``z = 0``), pixels from the image's top-left; see :mod:`clevr_poc.rendering.geometry`. JSON (the scene's

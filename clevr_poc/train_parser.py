@@ -1,8 +1,8 @@
-"""``python -m clevr_poc.train_parser``: the entry point of :mod:`clevr_poc.commands.train_parser`."""
+"""``python -m clevr_poc.train_parser``: the entry point of :mod:`clevr_poc.commands.train_parser_command`."""
 
 import sys
 
-from clevr_poc.commands.train_parser import build_parser, main
+from clevr_poc.commands.train_parser_command import build_parser, main
 
 __all__ = ["build_parser", "main"]
 

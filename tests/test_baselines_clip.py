@@ -21,7 +21,7 @@ from clevr_poc.baselines.clip import (  # noqa: E402
     CLIPBaseline, EncoderSpec, FeatureExtractor, FrozenEncoders, MissingImageError, PretrainedModelError, TrainConfig,
     constraint_sentences, decode, load_clip, load_gpt2, train, weighted_bce,
 )
-from clevr_poc.commands import clip as clip_cli  # noqa: E402
+from clevr_poc.commands import clip_command as clip_cli  # noqa: E402
 from clevr_poc.baselines.clip.encoders import _clip_cached  # noqa: E402
 from clevr_poc.commands.main import main as clevr_main  # noqa: E402
 from clevr_poc.dataset_reader import load_dataset  # noqa: E402

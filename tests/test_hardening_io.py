@@ -254,7 +254,7 @@ def test_remove_stale_temp_files_removes_only_our_dead_or_old_ones(tmp_path):
 
 
 def test_render_cleanup_knows_the_new_temp_names(tmp_path):
-    from clevr_poc.rendering.dataset import remove_stale_temp_files as remove_render_temps
+    from clevr_poc.rendering.batch_render import remove_stale_temp_files as remove_render_temps
 
     images, scenes = tmp_path / "incomplete" / "images" / "val", tmp_path / "incomplete" / "scenes" / "val"
     images.mkdir(parents=True)
@@ -429,7 +429,7 @@ def test_usage_errors_are_one_line_in_every_command_line():
 
 
 def test_readme_lists_the_real_evaluate_models():
-    from clevr_poc.commands.evaluate import CLIP_MODELS, MODELS
+    from clevr_poc.commands.evaluate_command import CLIP_MODELS, MODELS
 
     listed = set()
     for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clevr_poc.commands.mcot import main
+from clevr_poc.commands.mcot_command import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcot"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clevr_poc.errors import FormatError
-from clevr_poc.mcot.data import load_m3cot, load_scienceqa
+from clevr_poc.mcot.mcot_data import load_m3cot, load_scienceqa
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcot"
 

@@ -10,7 +10,7 @@ import pytest
 
 from clevr_poc.errors import FormatError
 from clevr_poc.llm.testing import ChatCompletionsServer
-from clevr_poc.mcot.data import load_m3cot, load_scienceqa
+from clevr_poc.mcot.mcot_data import load_m3cot, load_scienceqa
 from clevr_poc.mcot.harness import run_m3cot, run_scienceqa, score_m3cot, score_scienceqa
 
 pytest.importorskip("openai")

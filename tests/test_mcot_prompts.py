@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clevr_poc.errors import FormatError
-from clevr_poc.mcot.data import load_m3cot, load_scienceqa
+from clevr_poc.mcot.mcot_data import load_m3cot, load_scienceqa
 from clevr_poc.mcot.prompts import (build_m3cot_plan, build_scienceqa_prompt, normalize_m3cot_strategy,
                                     normalize_scienceqa_format, sample_demonstrations, scienceqa_context)
 

@@ -15,8 +15,8 @@ pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
 from clevr_poc.llm.testing import ChatCompletionsServer  # noqa: E402
-from clevr_poc.commands.mcot import main  # noqa: E402
-from clevr_poc.mcot.data import load_m3cot, load_scienceqa  # noqa: E402
+from clevr_poc.commands.mcot_command import main  # noqa: E402
+from clevr_poc.mcot.mcot_data import load_m3cot, load_scienceqa  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcot"
 

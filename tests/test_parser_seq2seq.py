@@ -15,7 +15,7 @@ from clevr_poc.parsing.grammar import MAX_LITERALS, GrammarError, GrammarState, 
 from clevr_poc.parsing.seq2seq import (  # noqa: E402
     BiLSTMParser, ParserConfig, choice_targets, copy_targets, decode,
 )
-from clevr_poc.parsing.training import draw_pairs, evaluate, load_pairs, pretrain  # noqa: E402
+from clevr_poc.parsing.supervised_training import draw_pairs, evaluate, load_pairs, pretrain  # noqa: E402
 from clevr_poc.parsing.vocabulary import (  # noqa: E402
     QUERY_INDEX, QUERY_TOKENS, QuestionVocabulary, query_tokens, question_tokens, tokens_to_query,
 )
@@ -26,7 +26,7 @@ SHIPPED = ROOT / "models" / "parser_bilstm"
 SMALL = ParserConfig(word_vec_dim=32, hidden_size=48, decoder_hidden_size=64)
 
 # The paper's three example questions (§3.4, Appendix A, Appendix C.1) with their ASP in the official form
-# (rel(Y,X): X is rel of Y; "the other X with the same P as Y": X!=Y, same_P(Y,X); clevr_poc.parsing.official_form).
+# (rel(Y,X): X is rel of Y; "the other X with the same P as Y": X!=Y, same_P(Y,X); clevr_poc.reasoning.official_form).
 PAPER_QUESTIONS = [
     ("What is the color of the other cylinder that is the same material as the medium red thing?",
      "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,size,medium), hasProperty(Y,color,red), "

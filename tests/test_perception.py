@@ -16,7 +16,7 @@ import pytest
 from clevr_poc import domain
 from clevr_poc.environments import Constraint, Environment
 from clevr_poc.errors import FormatError
-from clevr_poc.perception import geometry as geo
+from clevr_poc.perception import box_geometry as geo
 from clevr_poc.perception.decoding import ObjectCandidate, argmax_decode, constraint_decode, decoding_symbols
 from clevr_poc.rendering.geometry import default_camera, project
 
@@ -154,7 +154,7 @@ def perception():
 @pytest.fixture(scope="module")
 def fixture_examples():
     from clevr_poc.dataset_reader import load_dataset
-    from clevr_poc.perception.data import rendered_image
+    from clevr_poc.perception.rendered_truth import rendered_image
 
     examples = [e for e in load_dataset(FIXTURE, split="test")]
     out = []
@@ -210,7 +210,7 @@ def test_perception_rejects_bad_inputs(perception, fixture_examples):
 def test_evaluate_command_on_the_fixture(capsys):
     import json
 
-    from clevr_poc.commands.perception import main
+    from clevr_poc.commands.perception_command import main
 
     assert main(["evaluate", "--dataset", str(FIXTURE), "--checkpoint", str(MODEL), "--split", "test", "--json",
                  "--no-progress", "--threads", "1"]) == 0
@@ -228,7 +228,7 @@ def test_evaluate_command_on_the_fixture(capsys):
     (["train", "--dataset", str(FIXTURE), "--out", "OUT", "--kinds", "partial"], "unknown scene kind"),
 ])
 def test_cli_bad_inputs_give_one_line_errors(argv, message, capsys, tmp_path):
-    from clevr_poc.commands.perception import main
+    from clevr_poc.commands.perception_command import main
 
     argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
     assert main(argv) == 1
@@ -239,7 +239,7 @@ def test_cli_bad_inputs_give_one_line_errors(argv, message, capsys, tmp_path):
 @vision
 def test_training_resumes_exactly_after_an_interruption(tmp_path, capsys):
     from clevr_poc.perception import Perception
-    from clevr_poc.commands.perception import main
+    from clevr_poc.commands.perception_command import main
 
     def run(out, *extra):
         return main(["train", "--dataset", str(FIXTURE), "--out", str(out), "--split", "test", "--kinds",
@@ -272,7 +272,7 @@ def test_training_data_pools_datasets_and_splits(tmp_path):
     import shutil
 
     from clevr_poc.perception.models import ModelConfig
-    from clevr_poc.perception.training import TrainingData
+    from clevr_poc.perception.perception_training import TrainingData
 
     copy = tmp_path / "copy"
     shutil.copytree(FIXTURE, copy)
@@ -377,7 +377,7 @@ def test_device_auto_is_cpu_here_and_cuda_without_cuda_is_a_typed_error():
 def test_cli_device_cuda_without_cuda_is_one_line(capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    from clevr_poc.commands.perception import main
+    from clevr_poc.commands.perception_command import main
 
     assert main(["evaluate", "--dataset", str(FIXTURE), "--checkpoint", str(MODEL), "--device", "cuda",
                  "--no-progress"]) == 1
@@ -388,7 +388,7 @@ def test_cli_device_cuda_without_cuda_is_one_line(capsys):
 @vision
 def test_fine_tuning_starts_from_a_model_on_the_chosen_device(tmp_path, capsys):
     from clevr_poc.perception import Perception
-    from clevr_poc.commands.perception import main
+    from clevr_poc.commands.perception_command import main
 
     assert main(["train", "--dataset", str(FIXTURE), "--out", str(tmp_path), "--split", "test", "--kinds",
                  "incomplete", "--no-progress", "--detector-batch", "1", "--attribute-batch", "8", "--threads", "1",
@@ -412,7 +412,7 @@ def test_position_matching_and_photometric_augmentation():
     assert match_by_position([(3.0, 3.0)], [0.5], [(3.4, 3.2)]) == [(0, 0)]
     if torch is None:
         return
-    from clevr_poc.perception.training import photometric
+    from clevr_poc.perception.perception_training import photometric
 
     image = torch.tensor([0.0, 0.25, 0.5, 1.0])
     assert photometric(image, 0.0, 0.0) is image

@@ -438,7 +438,7 @@ def test_demo_help_lists_the_options():
 
 
 def test_demo_tables_and_perception_summary():
-    from clevr_poc.commands.demo import attribute_table, perception_summary
+    from clevr_poc.commands.demo_command import attribute_table, perception_summary
     from clevr_poc.evaluation import EvaluationReport, ExampleResult
 
     results = (ExampleResult("a", frozenset({"red"}), frozenset({"red"}), 1.0, 1.0, attribute="color"),

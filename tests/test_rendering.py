@@ -353,7 +353,7 @@ def test_remove_stale_temp_files_keeps_live_and_fresh_ones(tmp_path):
     import os
     import time
 
-    from clevr_poc.rendering.dataset import remove_stale_temp_files
+    from clevr_poc.rendering.batch_render import remove_stale_temp_files
 
     images, scenes = tmp_path / "incomplete" / "images" / "val", tmp_path / "incomplete" / "scenes" / "val"
     images.mkdir(parents=True)

@@ -21,7 +21,7 @@ from clevr_poc.generation.dataset_config import DatasetConfigError
 from clevr_poc.generation.dataset_writer import generate_dataset
 from clevr_poc.generation.layout import VisibilityCheck
 from clevr_poc.rendering import check_visibility
-from clevr_poc.rendering.dataset import image_seed, plan_tasks
+from clevr_poc.rendering.batch_render import image_seed, plan_tasks
 from clevr_poc.rendering.render import bpy_available
 from clevr_poc.scene import Scene, SceneObject
 

@@ -125,7 +125,7 @@ def test_evaluate_model_vlm_runs_the_tiny_model_on_rendered_images(tiny_vlm, tmp
 
 
 def test_an_m3cot_fixture_item_with_its_image_runs_on_the_tiny_model(backend):
-    from clevr_poc.mcot.data import load_m3cot, parse_m3cot_record
+    from clevr_poc.mcot.mcot_data import load_m3cot, parse_m3cot_record
     from clevr_poc.mcot.harness import run_m3cot, score_m3cot
 
     records = load_m3cot(FIXTURES / "mcot" / "m3cot_data.jsonl", split="test")

@@ -1,6 +1,6 @@
 """``python -m clevr_poc <command>``: a thin shell over library functions.
 
-Each command lives in ``clevr_poc/commands/<name>.py`` and exposes ``add_parser(subparsers)`` (which
+Each command lives in ``clevr_poc/commands/<name>_command.py`` and exposes ``add_parser(subparsers)`` (which
 registers the sub-command and sets ``func``) — add a module name to :data:`COMMANDS` to add a command.
 Errors of clevr_poc (:class:`~clevr_poc.errors.ClevrPocError`) and bad arguments end the program with
 a one-line message on stderr and a non-zero exit status, never a traceback.
@@ -15,7 +15,7 @@ from typing import Sequence
 
 from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, run_guarded
 
-#: Sub-command modules under clevr_poc.commands, in the order ``--help`` lists them.
+#: Sub-commands (modules ``clevr_poc.commands.<name>_command``), in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo")
 #: The extra (``pip install 'clevr-poc[EXTRA]'``) that installs each optional module the commands import.
 MODULE_EXTRAS: dict[str, str] = {
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"clevr_poc.commands.{name}")
+            module = importlib.import_module(f"clevr_poc.commands.{name}_command")
         except ModuleNotFoundError as exc:  # a command whose optional dependencies are missing
             if exc.name and exc.name.startswith("clevr_poc.commands"):
                 continue

@@ -21,7 +21,7 @@ from which ``stats.json``'s ``generation`` section is summed.
 
 **Visibility** (on by default; ``visibility_check="off"`` / ``generate --no-visibility-check`` disables
 it). Every layout is checked from the exact camera the renderer will use for the example's image: the
-render seed is :func:`clevr_poc.rendering.dataset.image_seed` (dataset seed, split, image file name),
+render seed is :func:`clevr_poc.rendering.batch_render.image_seed` (dataset seed, split, image file name),
 which ``render`` uses by default for a dataset folder (the complete and the partial image share it), at
 the renderer's default image size (320 x 240). Every object the partial image shows must cover at least
 ``min_visible_pixels`` pixels (default: the renderer's threshold, 40) -- and, with scope ``"both"``

@@ -143,7 +143,7 @@ def generate_example(task: ExampleTask) -> GeneratedExample:
     """
     from clevr_poc.generation.layout import PlacementError, place_objects
     from clevr_poc.generation.partial_scenes import choose_hidden, make_partial
-    from clevr_poc.rendering.dataset import image_seed
+    from clevr_poc.rendering.batch_render import image_seed
 
     started = time.perf_counter()
     spec, environment, check = task.spec, task.environment, task.visibility

@@ -22,7 +22,7 @@ object refills its region (bounded), a region that cannot be filled restarts the
 
 **Visibility** (:class:`VisibilityCheck`, used by the dataset generator): a placed scene is also checked
 from the camera that will render it (:func:`clevr_poc.rendering.scene_camera` of the image's render seed,
-:func:`clevr_poc.rendering.dataset.image_seed`), with the renderer's own ray-cast masks
+:func:`clevr_poc.rendering.batch_render.image_seed`), with the renderer's own ray-cast masks
 (:func:`clevr_poc.rendering.instance_index_map` over the very meshes Blender draws; no Blender needed):
 every object that the image shows must cover at least ``min_pixels`` pixels (the renderer's default
 threshold, :func:`clevr_poc.rendering.default_min_pixels`: 40 at 320 x 240). A failing layout is

@@ -7,7 +7,7 @@ concurrent, and scores the official output files. ``python -m clevr_poc.mcot sci
 text-only runs (ScienceQA ``--use-caption``) and, with ``--predictions FILE``, score existing outputs.
 """
 
-from clevr_poc.mcot.data import (M3CoTRecord, ScienceQADataset, ScienceQAProblem, load_m3cot, load_scienceqa)
+from clevr_poc.mcot.mcot_data import (M3CoTRecord, ScienceQADataset, ScienceQAProblem, load_m3cot, load_scienceqa)
 from clevr_poc.mcot.extraction import (Extraction, ExtractionMode, FailurePolicy, extract_m3cot, extract_scienceqa)
 from clevr_poc.mcot.harness import run_m3cot, run_scienceqa, score_m3cot, score_scienceqa
 from clevr_poc.mcot.prompts import (M3COT_STRATEGIES, SCIENCEQA_FORMATS, build_m3cot_plan, build_scienceqa_prompt)

@@ -1,5 +1,5 @@
 import sys
 
-from clevr_poc.commands.mcot import main
+from clevr_poc.commands.mcot_command import main
 
 sys.exit(main())

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
 
-from clevr_poc.mcot.data import OPTION_LETTERS
+from clevr_poc.mcot.mcot_data import OPTION_LETTERS
 
 #: End-of-sequence / turn markers removed in robust mode.
 EOS_MARKERS: tuple[str, ...] = ("</s>", "<s>", "<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end|>", "<eos>",

@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from clevr_poc._io import atomic_write_json, atomic_write_text, loads_json, read_json
 from clevr_poc.errors import FormatError
 from clevr_poc.llm.base import ChatBackend, PromptTooLongError
-from clevr_poc.mcot.data import M3CoTRecord, ScienceQADataset, parse_m3cot_record
+from clevr_poc.mcot.mcot_data import M3CoTRecord, ScienceQADataset, parse_m3cot_record
 from clevr_poc.mcot.extraction import (ExtractionMode, FailurePolicy, extract_m3cot, extract_scienceqa,
                                        resolve)
-from clevr_poc.mcot.metrics import (ExplanationScores, ScoredItem, explanation_scores, m3cot_accuracy,
+from clevr_poc.mcot.text_metrics import (ExplanationScores, ScoredItem, explanation_scores, m3cot_accuracy,
                                     parse_statistics, scienceqa_accuracy)
 from clevr_poc.mcot.prompts import (SCIENCEQA_MAX_TOKENS, SCIENCEQA_STOP, build_m3cot_plan, build_scienceqa_prompt,
                                     normalize_m3cot_strategy, normalize_scienceqa_format, sample_demonstrations)

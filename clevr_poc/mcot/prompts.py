@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from clevr_poc.errors import FormatError
-from clevr_poc.mcot.data import OPTION_LETTERS, M3CoTRecord, ScienceQAProblem
+from clevr_poc.mcot.mcot_data import OPTION_LETTERS, M3CoTRecord, ScienceQAProblem
 
 # ----------------------------------------------------------------------------------------------------------
 # ScienceQA
@@ -105,7 +105,7 @@ def build_scienceqa_prompt(problems: Mapping[str, ScienceQAProblem] | object, sh
                            prompt_format: str = "QCM-ALE", *, use_caption: bool = False) -> str:
     """The full prompt: ``len(shot_ids)`` demonstrations then the test item, separated by blank lines.
 
-    ``problems`` is a mapping ``{qid: ScienceQAProblem}`` or a :class:`~clevr_poc.mcot.data.ScienceQADataset`.
+    ``problems`` is a mapping ``{qid: ScienceQAProblem}`` or a :class:`~clevr_poc.mcot.mcot_data.ScienceQADataset`.
     """
     examples = [format_scienceqa_example(problems[qid], prompt_format, with_answer=True, use_caption=use_caption)
                 for qid in shot_ids]

@@ -37,7 +37,7 @@ import torch
 from clevr_poc.evaluation.metrics import exact_match, jaccard_index
 from clevr_poc.parsing.equivalence import programs_equal
 from clevr_poc.parsing.seq2seq import BiLSTMParser, decode
-from clevr_poc.parsing.training import ParserPair, batches, make_batch, supervised_loss
+from clevr_poc.parsing.supervised_training import ParserPair, batches, make_batch, supervised_loss
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.reasoning.sanitizer import sanitize_query
 from clevr_poc.errors import ClevrPocError

@@ -24,7 +24,7 @@ Architecture (NS-VQA's ``reason/models``; sizes from its training options):
 ``from_pretrained(path)`` / ``save_pretrained(path)`` (``config.json``, ``vocab.json``,
 ``weights.pt`` -- a plain state dict, fp16 by default, loaded with ``torch.load(weights_only=True)``),
 ``parse(question) -> str`` and ``parse_batch(questions) -> list[str]``: query texts in the official
-form (:func:`~clevr_poc.parsing.official_form.to_official_form`: variables X, Y / Y1, Y2, Y3, every
+form (:func:`~clevr_poc.reasoning.official_form.to_official_form`: variables X, Y / Y1, Y2, Y3, every
 pairwise inequality; the decoder itself writes X, Y, Z, W in order of first use).
 """
 
@@ -44,7 +44,7 @@ from clevr_poc import domain
 from clevr_poc._io import atomic_open, atomic_write_json, read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.parsing.grammar import MAX_QUERY_TOKENS, GrammarState, QueryGrammar, allowed_mask_sequence
-from clevr_poc.parsing.official_form import to_official_form
+from clevr_poc.reasoning.official_form import to_official_form
 from clevr_poc.parsing.vocabulary import (
     PAD, QUERY_INDEX, QUERY_TOKENS, START, QuestionVocabulary, tokens_to_query,
 )

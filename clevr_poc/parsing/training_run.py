@@ -15,7 +15,7 @@ from clevr_poc._io import atomic_open, atomic_write_json
 from clevr_poc.errors import FormatError
 from clevr_poc.parsing.reinforce import ReinforceSettings, ReinforceState, reinforce
 from clevr_poc.parsing.seq2seq import BiLSTMParser, ParserConfig
-from clevr_poc.parsing.training import Evaluation, draw_pairs, evaluate, load_pairs, pretrain
+from clevr_poc.parsing.supervised_training import Evaluation, draw_pairs, evaluate, load_pairs, pretrain
 from clevr_poc.parsing.vocabulary import QuestionVocabulary
 from clevr_poc.reasoning import Reasoner
 

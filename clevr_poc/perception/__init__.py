@@ -10,9 +10,9 @@ perception; this answers from pixels).
     scene = perception(image, camera, environment=env)            # constraint-aware decoding (paper §5)
     scene.to_asp_facts(); scene.objects[0].probabilities
 
-Modules: :mod:`.geometry` (box -> ground point -> region; numpy), :mod:`.decoding` (argmax and
-constraint-aware decoding with clingo; no torch), :mod:`.data` (rendered ground truth), :mod:`.models`,
-:mod:`.training`, :mod:`.perceiver`, :mod:`.evaluation` (torch / torchvision: the ``[vision]`` extra).
+Modules: :mod:`.box_geometry` (box -> ground point -> region; numpy), :mod:`.decoding` (argmax and
+constraint-aware decoding with clingo; no torch), :mod:`.rendered_truth` (rendered ground truth), :mod:`.models`,
+:mod:`.perception_training`, :mod:`.perceiver`, :mod:`.evaluation` (torch / torchvision: the ``[vision]`` extra).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""``python -m clevr_poc.perception``: see :mod:`clevr_poc.commands.perception`."""
+"""``python -m clevr_poc.perception``: see :mod:`clevr_poc.commands.perception_command`."""
 
 import sys
 
-from clevr_poc.commands.perception import main
+from clevr_poc.commands.perception_command import main
 
 sys.exit(main())

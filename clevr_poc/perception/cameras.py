@@ -1,6 +1,6 @@
 """Which camera an image was taken with, when the data says nothing: named presets and the rule that picks one.
 
-Perception turns a box into a ground position through the camera (:mod:`.geometry`), so it must know the
+Perception turns a box into a ground position through the camera (:mod:`.box_geometry`), so it must know the
 camera of every image. Our renderer stores it in the scene JSON (``"camera"``); the official CLEVR-POC
 release does not (its scene JSON has ``directions`` but no camera matrix; ``OFFICIAL_RENDER.md``): its
 images were all taken by one fixed camera, the ``official`` preset of

@@ -1,6 +1,6 @@
 """The torch device perception runs on (``--device``): ``auto`` is CUDA when present, else the CPU.
 
-The same rule as the CLIP baseline (:func:`clevr_poc.baselines.clip.training.resolve_device`), with a
+The same rule as the CLIP baseline (:func:`clevr_poc.baselines.clip.clip_training.resolve_device`), with a
 check: asking for a CUDA device on a machine without one is a one-line :class:`DeviceError`, not a torch
 traceback deep inside the first forward pass.
 """

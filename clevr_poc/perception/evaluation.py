@@ -41,7 +41,7 @@ from clevr_poc import domain
 from clevr_poc.dataset_reader import load_dataset
 from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, check_camera_source, scene_camera
-from clevr_poc.perception.data import image_truth
+from clevr_poc.perception.rendered_truth import image_truth
 from clevr_poc.scene import Scene
 
 IOU_THRESHOLD = 0.5

@@ -1,12 +1,12 @@
 """The finished perception model file (``perception.pt``): its format tag and its reader.
 
 Shared by inference (:mod:`clevr_poc.perception.perceiver`) and training
-(:mod:`clevr_poc.perception.training`), so that inference never imports the training code (as
+(:mod:`clevr_poc.perception.perception_training`), so that inference never imports the training code (as
 torchvision keeps its weights' metadata apart from its training references).
 
 The file is a ``torch.save`` dict: ``format`` (:data:`MODEL_FORMAT`), ``model_config``
 (:class:`~clevr_poc.perception.models.ModelConfig` JSON), ``detector`` and ``attributes`` (state dicts),
-``position_sigma`` and ``training`` (metadata), written by :func:`clevr_poc.perception.training.train`.
+``position_sigma`` and ``training`` (metadata), written by :func:`clevr_poc.perception.perception_training.train`.
 """
 
 from __future__ import annotations

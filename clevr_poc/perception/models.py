@@ -32,7 +32,7 @@ from torchvision.ops.feature_pyramid_network import FeaturePyramidNetwork, LastL
 
 from clevr_poc import domain
 
-#: Number of geometric features the attribute network receives (:func:`clevr_poc.perception.geometry.box_features`).
+#: Number of geometric features the attribute network receives (:func:`clevr_poc.perception.box_geometry.box_features`).
 NUM_GEOMETRY_FEATURES = 9
 
 
@@ -182,7 +182,7 @@ class AttributeNet(nn.Module):
     * ``contexts``: float (B, 4, context_height, context_width): the full image downscaled, plus the box
       as a binary channel;
     * ``geometry``: float (B, :data:`NUM_GEOMETRY_FEATURES`) box/camera features
-      (:func:`clevr_poc.perception.geometry.box_features`);
+      (:func:`clevr_poc.perception.box_geometry.box_features`);
 
     returns logits ``{"color": (B, 8), "shape": (B, 4), "size": (B, 3), "material": (B, 2)}`` (value
     order of :data:`clevr_poc.domain.DOMAINS`) and ``"offset"``: (B, 2), world units, the object centre

@@ -35,9 +35,9 @@ import torch
 from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
-from clevr_poc.perception import geometry as geo
+from clevr_poc.perception import box_geometry as geo
 from clevr_poc.perception.cameras import FALLBACK_PRESET, as_camera, resolve_camera
-from clevr_poc.perception.data import load_image
+from clevr_poc.perception.rendered_truth import load_image
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images

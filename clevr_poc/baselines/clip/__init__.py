@@ -15,12 +15,12 @@ cross-entropy of eq. 1 on cached features.
     model = CLIPBaseline.from_checkpoint("runs/clip-nl")   # model.predict(example) -> frozenset of labels
     report = clevr_poc.evaluation.evaluate(model, test_examples)
 
-Command line: ``python -m clevr_poc.baselines.clip train|evaluate`` (:mod:`~clevr_poc.commands.clip`)
+Command line: ``python -m clevr_poc.baselines.clip train|evaluate`` (:mod:`~clevr_poc.commands.clip_command`)
 and ``python -m clevr_poc evaluate --model clip-nl|clip-asp|clip-none --checkpoint DIR``.
 
 Modules: :mod:`~.encoders` (loading CLIP/GPT-2, offline rules, embeddings), :mod:`~.features` (inputs
-and the feature cache), :mod:`~.model` (head, weighted BCE, decoding), :mod:`~.training` (training,
-checkpoints, :class:`CLIPBaseline`), :mod:`~.errors`. Names that need torch are imported on first use.
+and the feature cache), :mod:`~.model` (head, weighted BCE, decoding), :mod:`~.clip_training` (training,
+checkpoints, :class:`CLIPBaseline`), :mod:`~.clip_errors`. Names that need torch are imported on first use.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from clevr_poc.baselines.clip.encoders import (
     DEFAULT_CLIP_MODEL, DEFAULT_CLIP_PRETRAINED, DEFAULT_GPT2, TINY_GPT2, EncoderSpec, FrozenEncoders, hub_offline,
     load_clip, load_gpt2,
 )
-from clevr_poc.baselines.clip.errors import MissingImageError, PretrainedModelError
+from clevr_poc.baselines.clip.clip_errors import MissingImageError, PretrainedModelError
 from clevr_poc.baselines.clip.features import (
     VARIANT_NAMES, VARIANTS, FeatureArrays, FeatureExtractor, constraint_sentences,
 )
@@ -39,8 +39,8 @@ from clevr_poc.baselines.clip.features import (
 _LAZY = {
     "weighted_bce": "model", "MultiLabelHead": "model", "decode": "model", "attribute_mask": "model",
     "WEIGHTINGS": "model", "RESTRICTIONS": "model", "DEFAULT_BETA": "model", "DEFAULT_THRESHOLD": "model",
-    "CLIPBaseline": "training", "TrainConfig": "training", "TrainResult": "training", "EpochRecord": "training",
-    "train": "training",
+    "CLIPBaseline": "clip_training", "TrainConfig": "clip_training", "TrainResult": "clip_training", "EpochRecord": "clip_training",
+    "train": "clip_training",
 }
 
 

@@ -1,7 +1,7 @@
-"""``python -m clevr_poc.baselines.clip``: see :mod:`clevr_poc.commands.clip`."""
+"""``python -m clevr_poc.baselines.clip``: see :mod:`clevr_poc.commands.clip_command`."""
 
 import sys
 
-from clevr_poc.commands.clip import main
+from clevr_poc.commands.clip_command import main
 
 sys.exit(main())

@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from clevr_poc.baselines.clip.errors import PretrainedModelError
+from clevr_poc.baselines.clip.clip_errors import PretrainedModelError
 from clevr_poc.errors import FormatError
 
 #: The paper's CLIP model (§4.1.1: "ViT-B/32"), its open_clip name.

@@ -40,7 +40,7 @@ import numpy as np
 
 from clevr_poc._io import atomic_write_bytes, atomic_write_json, read_json
 from clevr_poc.baselines.clip.encoders import EncoderSpec, FrozenEncoders, identity_hash
-from clevr_poc.baselines.clip.errors import MissingImageError
+from clevr_poc.baselines.clip.clip_errors import MissingImageError
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.metrics import to_multi_hot
 from clevr_poc.progress import progress_bar

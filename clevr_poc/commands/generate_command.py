@@ -10,7 +10,7 @@ before anything is written.
 
 Every layout is checked from the camera the renderer will use (on by default; ``--no-visibility-check``
 turns it off). ``--render`` then renders the images by the very code path of ``python -m clevr_poc render
---dataset DIR`` (:func:`clevr_poc.rendering.dataset.render_dataset`, resumable, the dataset's seed); it
+--dataset DIR`` (:func:`clevr_poc.rendering.batch_render.render_dataset`, resumable, the dataset's seed); it
 needs Blender's ``bpy`` (``pip install '.[render]'``), checked before anything is generated.
 """
 
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             min_visible_pixels=min_pixels)
         rendered = None
         if args.render:
-            from clevr_poc.rendering.dataset import render_dataset
+            from clevr_poc.rendering.batch_render import render_dataset
 
             width, height = summary.config.image_size if args.style == "official" else (None, None)
             rendered = render_dataset(

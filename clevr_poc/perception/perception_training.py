@@ -38,8 +38,8 @@ from torch import nn
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
-from clevr_poc.perception import geometry as geo
-from clevr_poc.perception.data import RenderedImage, load_image, load_rendered
+from clevr_poc.perception import box_geometry as geo
+from clevr_poc.perception.rendered_truth import RenderedImage, load_image, load_rendered
 from clevr_poc.perception.model_file import MODEL_FORMAT, read_model_file
 from clevr_poc.perception.models import (
     AttributeNet,

@@ -98,7 +98,7 @@ def _run_train(args: argparse.Namespace) -> int:
 
     import torch
 
-    from clevr_poc.perception.training import PARTS, TrainConfig, train
+    from clevr_poc.perception.perception_training import PARTS, TrainConfig, train
 
     torch.set_num_threads(args.threads or (2 if args.part == "all" else 1))
     overrides = {k: v for k, v in {

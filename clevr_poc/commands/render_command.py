@@ -1,6 +1,6 @@
 """``python -m clevr_poc render``: render the images of a generated dataset with Blender (paper §3.3).
 
-A thin shell over :func:`clevr_poc.rendering.dataset.render_dataset`: renders
+A thin shell over :func:`clevr_poc.rendering.batch_render.render_dataset`: renders
 ``DIR/incomplete/scenes/<split>/*.json`` to ``DIR/incomplete/images/<split>/<image_filename>`` (and, with
 ``--complete``, the complete scenes to ``DIR/complete/images/...``), rewrites each scene file with its
 ground truth (masks, boxes, ``pixel_coords``, camera), skips images already done (resumable), writes
@@ -82,7 +82,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clevr_poc.rendering.dataset import render_dataset
+    from clevr_poc.rendering.batch_render import render_dataset
     from clevr_poc.rendering.render import RenderError
 
     from clevr_poc import limits

@@ -24,7 +24,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from clevr_poc.mcot.data import M3CoTRecord, ScienceQAProblem
+from clevr_poc.mcot.mcot_data import M3CoTRecord, ScienceQAProblem
 
 #: Column order of ScienceQA Table 3.
 SCIENCEQA_COLUMNS: tuple[str, ...] = ("NAT", "SOC", "LAN", "TXT", "IMG", "NO", "G1-6", "G7-12", "Avg")

@@ -180,10 +180,10 @@ def _model(args: argparse.Namespace) -> Any:
         if not args.checkpoint:
             raise FormatError(f"--model {args.model} needs --checkpoint DIR (a folder written by "
                               "`python -m clevr_poc.baselines.clip train`)", field="--checkpoint")
-        from clevr_poc.commands.clip import require_clip_extra
+        from clevr_poc.commands.clip_command import require_clip_extra
 
         require_clip_extra()
-        from clevr_poc.baselines.clip.training import CLIPBaseline
+        from clevr_poc.baselines.clip.clip_training import CLIPBaseline
 
         return CLIPBaseline.from_checkpoint(args.checkpoint, variant=CLIP_MODELS[args.model], name=args.name,
                                             allow_missing_images=args.allow_missing_images)

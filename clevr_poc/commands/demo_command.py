@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
 
     _say(f"[2/4] rendering {total} partial scenes with Blender ({args.samples} samples per pixel)")
     clock = time.perf_counter()
-    from clevr_poc.rendering.dataset import render_dataset
+    from clevr_poc.rendering.batch_render import render_dataset
 
     summary = render_dataset(dataset_dir, samples=args.samples, seed=args.seed, progress=progress)
     timings["render"] = time.perf_counter() - clock

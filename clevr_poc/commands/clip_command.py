@@ -143,7 +143,7 @@ def _splits(dataset: str) -> list[str]:
 def run_train(args: argparse.Namespace) -> int:
     require_clip_extra()
     from clevr_poc.baselines.clip.encoders import EncoderSpec
-    from clevr_poc.baselines.clip.training import TrainConfig, train
+    from clevr_poc.baselines.clip.clip_training import TrainConfig, train
 
     config = TrainConfig(variant=args.variant, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                          dropout=args.dropout, hidden=args.hidden, beta=args.beta, weighting=args.weighting,
@@ -180,7 +180,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     require_clip_extra()
-    from clevr_poc.baselines.clip.training import CLIPBaseline
+    from clevr_poc.baselines.clip.clip_training import CLIPBaseline
     from clevr_poc.evaluation import evaluate, write_outputs
 
     examples = _examples(args.dataset, args.split, args.limit)

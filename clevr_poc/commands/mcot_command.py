@@ -155,9 +155,9 @@ def _finish(args: argparse.Namespace, summary: dict[str, Any], markdown: str) ->
 
 
 def run_scienceqa_command(args: argparse.Namespace) -> int:
-    from clevr_poc.mcot.data import load_scienceqa
+    from clevr_poc.mcot.mcot_data import load_scienceqa
     from clevr_poc.mcot.harness import official_guess_rng, read_scienceqa_outputs, run_scienceqa, score_scienceqa
-    from clevr_poc.mcot.metrics import load_similarity_model, scienceqa_accuracy, scienceqa_markdown
+    from clevr_poc.mcot.text_metrics import load_similarity_model, scienceqa_accuracy, scienceqa_markdown
 
     dataset = load_scienceqa(args.data, pid_splits=args.pid_splits, captions=args.captions)
     if args.predictions is not None:
@@ -188,9 +188,9 @@ def run_scienceqa_command(args: argparse.Namespace) -> int:
 
 
 def run_m3cot_command(args: argparse.Namespace) -> int:
-    from clevr_poc.mcot.data import load_m3cot, parse_m3cot_record
+    from clevr_poc.mcot.mcot_data import load_m3cot, parse_m3cot_record
     from clevr_poc.mcot.harness import run_m3cot, score_m3cot
-    from clevr_poc.mcot.metrics import m3cot_accuracy, m3cot_markdown
+    from clevr_poc.mcot.text_metrics import m3cot_accuracy, m3cot_markdown
 
     gold = load_m3cot(args.data, split=args.split) if args.data is not None else None
     if args.predictions is not None:
@@ -254,9 +254,9 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run_scienceqa(args: argparse.Namespace, backend: Any, name: str) -> tuple[dict[str, Any], str]:
-    from clevr_poc.mcot.data import load_scienceqa
+    from clevr_poc.mcot.mcot_data import load_scienceqa
     from clevr_poc.mcot.harness import official_guess_rng, run_scienceqa, score_scienceqa
-    from clevr_poc.mcot.metrics import scienceqa_accuracy, scienceqa_markdown
+    from clevr_poc.mcot.text_metrics import scienceqa_accuracy, scienceqa_markdown
 
     seed = SCIENCEQA_DEFAULT_SEED if args.seed is None else args.seed
     dataset = load_scienceqa(args.data, pid_splits=args.pid_splits, captions=args.captions, image_dir=args.image_dir)
@@ -271,9 +271,9 @@ def _run_scienceqa(args: argparse.Namespace, backend: Any, name: str) -> tuple[d
 
 
 def _run_m3cot(args: argparse.Namespace, backend: Any, name: str) -> tuple[dict[str, Any], str]:
-    from clevr_poc.mcot.data import load_m3cot, parse_m3cot_record
+    from clevr_poc.mcot.mcot_data import load_m3cot, parse_m3cot_record
     from clevr_poc.mcot.harness import run_m3cot, score_m3cot
-    from clevr_poc.mcot.metrics import m3cot_accuracy, m3cot_markdown
+    from clevr_poc.mcot.text_metrics import m3cot_accuracy, m3cot_markdown
 
     gold = load_m3cot(args.data, split=args.split, image_dir=args.image_dir)
     if args.limit is not None:  # items left out by --limit are not missing answers
