@@ -177,6 +177,8 @@ def test_shipped_model_finds_the_objects_of_a_fixture_image(perception, fixture_
             assert set(probabilities) == set(domain.ATTRIBUTES)
             assert sum(probabilities["color"].values()) == pytest.approx(1.0, abs=1e-4)
             assert obj.color == max(probabilities["color"], key=probabilities["color"].get)
+            # resting height = size radius, cubes included (the official renderer never shrinks cubes)
+            assert obj.coords_3d[2] == domain.SIZE_RADIUS[obj.size]
         facts = scene.to_asp_facts()
         assert facts.count("hasProperty(") == 4 * len(scene.objects) and facts.count("at(") == len(scene.objects)
         decoded = perception(example.image_path, truth.camera, environment=example.environment)

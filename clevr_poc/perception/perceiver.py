@@ -250,7 +250,9 @@ class Perception:
             detection = detections[d_index]
             c = detection.candidate
             x, y = c.position
-            z = domain.SIZE_RADIUS[values["size"]] * (1 / np.sqrt(2) if values["shape"] == "cube" else 1.0)
+            # the object rests at z = radius, cubes included: the official renderer never shrinks cubes
+            # (OFFICIAL_RENDER.md, "Objects"; clevr_poc.rendering.shapes.object_scale, shrink_cube=False)
+            z = domain.SIZE_RADIUS[values["size"]]
             try:
                 pixel = project((x, y, z), camera)
             except ValueError:
