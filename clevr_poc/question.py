@@ -30,6 +30,24 @@ _KNOWN = ("split", "image_filename", "image_index", "question", "program", "asp_
 
 
 @dataclass(frozen=True)
+class QuestionSpelling:
+    """How a question JSON object was spelled when read, so that :meth:`Question.to_json` writes it back
+    byte for byte.
+
+    Attributes:
+        key_order: the keys in the order read (``()`` for values built in code: the official order).
+        answer_is_list: ``answer`` was a list or null (True), or one bare string (False: a one-value
+            answer is written back as that string).
+    """
+
+    key_order: tuple[str, ...] = ()
+    answer_is_list: bool = True
+
+
+_NO_SPELLING = QuestionSpelling()
+
+
+@dataclass(frozen=True)
 class Question:
     """A question about the hidden object of a partial scene.
 
@@ -42,6 +60,8 @@ class Question:
         object_interest: the hidden object (official JSON object) or None.
         template_filename, question_family_index, question_index: provenance.
         environment_id: ``constraint_type_index`` (the environment the scene belongs to).
+        extra: the keys of the file the library does not interpret, as read.
+        json_spelling: how the JSON object was spelled when read (:class:`QuestionSpelling`).
     """
 
     text: str
@@ -57,6 +77,7 @@ class Question:
     question_index: int | None = None
     environment_id: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    json_spelling: QuestionSpelling = field(default=_NO_SPELLING, compare=False, hash=False, repr=False)
 
     @functools.cached_property
     def query(self) -> "SanitizedQuery":
@@ -108,8 +129,7 @@ class Question:
         if not isinstance(program, list):
             raise FormatError("must be a list of program nodes", source=source, field="program", value=program)
         extra = {k: v for k, v in data.items() if k not in _KNOWN}
-        extra["__key_order__"] = list(data.keys())
-        extra["__answer_is_list__"] = isinstance(answer_raw, list) or answer_raw is None
+        spelling = QuestionSpelling(tuple(data.keys()), isinstance(answer_raw, list) or answer_raw is None)
         return cls(
             text=data["question"], asp_query=data["asp_query"], answer=answer, program=tuple(program),
             image_filename=data.get("image_filename"), image_index=data.get("image_index"),
@@ -117,18 +137,17 @@ class Question:
             template_filename=data.get("template_filename"),
             question_family_index=data.get("question_family_index"),
             question_index=data.get("question_index"), environment_id=data.get("constraint_type_index"),
-            extra=extra,
+            extra=extra, json_spelling=spelling,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The official JSON object; ``answer`` is a sorted list of values."""
-        extra = dict(self.extra)
-        order = extra.pop("__key_order__", None)
-        answer_is_list = extra.pop("__answer_is_list__", True)
+        """The official JSON object; ``answer`` is a sorted list of values (one bare value when it was read
+        so); a question read from JSON gets exactly the keys read, in that order (:attr:`json_spelling`)."""
+        order = self.json_spelling.key_order
         answer: Any = None
         if self.answer is not None:
             answer = sorted(self.answer)
-            if not answer_is_list and len(answer) == 1:
+            if not self.json_spelling.answer_is_list and len(answer) == 1:
                 answer = answer[0]
         data: dict[str, Any] = {
             "split": self.split, "image_filename": self.image_filename, "image_index": self.image_index,
@@ -137,7 +156,7 @@ class Question:
             "question_family_index": self.question_family_index, "question_index": self.question_index,
             "constraint_type_index": self.environment_id,
         }
-        data.update(extra)
+        data.update(self.extra)
         if order:
             data = {k: data[k] for k in order if k in data}  # exactly the keys that were read
         return data

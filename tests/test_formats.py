@@ -67,6 +67,23 @@ def test_question_json_round_trip(tmp_path):
     assert Question.from_file(out) == question
 
 
+def test_question_spelling_is_a_typed_field_and_extra_holds_only_unknown_keys():
+    from clevr_poc.question import QuestionSpelling
+
+    text = ('{"note": "kept", "asp_query": "missing(Q) :- hasProperty(X,size,Q), hasProperty(X,color,red).", '
+            '"question": "What size is the red thing?", "answer": "small", "constraint_type_index": 3}')
+    question = Question.from_json(json.loads(text))
+    assert dict(question.extra) == {"note": "kept"}
+    assert question.json_spelling == QuestionSpelling(
+        ("note", "asp_query", "question", "answer", "constraint_type_index"), answer_is_list=False)
+    assert json.dumps(question.to_json()) == text
+    built = Question("What size?", "missing(Q) :- hasProperty(X,size,Q).", answer=frozenset({"small"}))
+    assert built.json_spelling == QuestionSpelling((), answer_is_list=True)
+    assert built.to_json()["answer"] == ["small"] and list(built.to_json())[:3] == ["split", "image_filename",
+                                                                                      "image_index"]
+    assert question == Question.from_json({**json.loads(text), "answer": ["small"]})  # spelling not compared
+
+
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
