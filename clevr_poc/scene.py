@@ -284,18 +284,14 @@ class Scene:
         """ASP facts: ``hasProperty(i,P,V).`` for the four attributes, ``at(i,R).`` and ``rel(i,j).``
         for every j in ``relationships[rel][i]`` (SEMANTICS: scene facts). ``object/1`` facts are not
         emitted: the environment's ``object(0..N-1)`` declares every object, the hidden one included.
+
+        The text of the symbols the solver gets (:func:`clevr_poc.solver.programs.scene_fact_groups`):
+        one line per object (``hasProperty(0,color,red). ... at(0,1).``), then one per relation row, each
+        line ending in a newline (an empty scene: one newline).
         """
-        lines = []
-        for i, obj in enumerate(self.objects):
-            lines.append(
-                f"hasProperty({i},color,{obj.color}). hasProperty({i},shape,{obj.shape}). "
-                f"hasProperty({i},size,{obj.size}). hasProperty({i},material,{obj.material}). at({i},{obj.region})."
-            )
-        for rel in domain.RELATIONS:
-            for i, row in enumerate(self.relationships.get(rel, ())):
-                if row:
-                    lines.append(" ".join(f"{rel}({i},{j})." for j in row))
-        return "\n".join(lines) + "\n"
+        from clevr_poc.solver.programs import facts_text, scene_fact_groups  # clingo only when needed
+
+        return "\n".join(facts_text(group) for group in scene_fact_groups(self)) + "\n"
 
     # ------------------------------------------------------------------ derived scenes
     def without_object(self, index: int) -> "Scene":

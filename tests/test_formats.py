@@ -151,3 +151,29 @@ def test_question_query_is_the_sanitized_query():
     question = Question("What colour?", "missing(Q):-hasProperty(X,color,Q),at(X,1).")
     assert question.query.text == "missing(Q) :- hasProperty(X,color,Q), at(X,1)."
     assert question.query.attribute == "color" and question.query is question.query
+
+
+def test_scene_fact_text_is_the_text_of_the_solver_symbols(partial_scene):
+    from clevr_poc.solver.programs import scene_fact_groups, scene_symbols
+
+    text = partial_scene.to_asp_facts()
+    lines = text.split("\n")
+    assert lines[0] == ("hasProperty(0,color,purple). hasProperty(0,shape,sphere). hasProperty(0,size,large). "
+                        "hasProperty(0,material,metal). at(0,1).")
+    assert lines[4:7] == ["left(0,1). left(0,3).", "left(1,3).", "left(2,0). left(2,1). left(2,3)."]
+    assert text.endswith("behind(3,0).\n") and len(lines) == 17 and lines[-1] == ""
+    assert " ".join(text.split()) == " ".join(f"{s}." for s in scene_symbols(partial_scene))
+    assert len(scene_fact_groups(partial_scene)) == 16  # 4 objects, 3 rows of each relation
+    assert Scene(objects=(), relationships={}).to_asp_facts() == "\n"
+
+
+def test_solver_parse_statements_reads_every_statement_with_clingos_parser():
+    from clevr_poc.solver.rules import ASTType, parse_rules, parse_statements
+
+    statements = parse_statements("a :- b.\n#show a/0.")
+    assert [s.ast_type for s in statements] == [ASTType.Program, ASTType.Rule, ASTType.ShowSignature]
+    assert [str(r) for r in parse_rules("p(1). :- q(X), X != 2.")] == ["p(1).", "#false :- q(X); X != 2."]
+    messages: list[str] = []
+    with pytest.raises(RuntimeError):
+        parse_statements("a(:- b.", logger=lambda code, message: messages.append(message))
+    assert len(messages) == 1 and "syntax error" in messages[0]

@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import clingo
-import clingo.ast as clingo_ast
 
 from clevr_poc._io import atomic_write_text
 from clevr_poc.environments.templates import Constraint, constraint_from_rules
 from clevr_poc.errors import FormatError
 from clevr_poc.knowledge import read_asp
 from clevr_poc.asp_lexer import describe_error, lex
+from clevr_poc.solver.rules import ASTType, parse_statements
 
 #: The background theory in English, one sentence per group of rules (Appendix A, "general rules").
 BACKGROUND_DESCRIPTION: tuple[str, ...] = (
@@ -71,11 +71,10 @@ def _background_statements() -> dict[str, str]:
     """The background theory's statements: clingo's canonical form -> the text in ``background.lp``,
     in file order (no comments)."""
     code = lex(read_asp("background.lp")).code_only()
-    statements: list[clingo_ast.AST] = []
-    clingo_ast.parse_string(code, statements.append)
+    statements = parse_statements(code, logger=None)
     lines = code.split("\n")
     return {str(s): " ".join(_slice(lines, s.location).split()) for s in statements
-            if s.ast_type != clingo_ast.ASTType.Program}
+            if s.ast_type != ASTType.Program}
 
 
 @dataclass(frozen=True)
@@ -188,14 +187,13 @@ class Environment:
         the checked text with its comments blanked out.
         """
         code = checked_code(text, source=source, max_chars=max_chars)
-        statements: list[clingo_ast.AST] = []
         messages: list[str] = []
 
         def logger(code: clingo.MessageCode, message: str) -> None:
             messages.append(message.strip())
 
         try:
-            clingo_ast.parse_string(code, statements.append, logger=logger)
+            statements = parse_statements(code, logger=logger)
         except RuntimeError:
             detail = messages[0] if messages else "syntax error"
             where = re.match(r"<string>:(\d+):", detail)
@@ -213,12 +211,12 @@ class Environment:
         for stmt in statements:
             kind = stmt.ast_type
             line = stmt.location.begin.line
-            if kind == clingo_ast.ASTType.Program and str(stmt) == "#program base.":
+            if kind == ASTType.Program and str(stmt) == "#program base.":
                 continue
-            if kind == clingo_ast.ASTType.Comment:
+            if kind == ASTType.Comment:
                 continue
             source_text = _slice(lines, stmt.location)
-            if kind == clingo_ast.ASTType.ShowSignature:
+            if kind == ASTType.ShowSignature:
                 # one entry per line, as written (the official files put both on one line)
                 if show and show_line == line:
                     show[-1] += " " + source_text.strip()
@@ -226,7 +224,7 @@ class Environment:
                     show.append(source_text.strip())
                 show_line = stmt.location.end.line
                 continue
-            if kind != clingo_ast.ASTType.Rule:
+            if kind != ASTType.Rule:
                 raise FormatError(_ONLY, source=source, field=f"line {line}", value=source_text.strip()[:80])
             canonical = str(stmt)
             if canonical in background:

@@ -19,11 +19,10 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-import clingo.ast as clingo_ast
-
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
 from clevr_poc.knowledge import read_asp, strip_comments
+from clevr_poc.solver.rules import ASTType, parse_statements
 
 _PLACEHOLDER = re.compile(r"\{(r|r1|r2|p1|v1|p2|v2|n)\}")
 
@@ -236,14 +235,13 @@ def _canonical(rule: str) -> str | None:
     """clingo's canonical text of a single rule, or None when ``rule`` is not exactly one rule."""
     if _DIRECTIVE.search(rule) or not rule.isascii():  # non-ASCII: clingo's logger would abort the interpreter
         return None
-    statements: list[Any] = []
     try:
-        clingo_ast.parse_string(rule, statements.append, logger=lambda code, message: None)
+        statements = parse_statements(rule)
     except RuntimeError:
         return None
-    rules = [s for s in statements if s.ast_type == clingo_ast.ASTType.Rule]
-    others = [s for s in statements if s.ast_type not in (clingo_ast.ASTType.Rule, clingo_ast.ASTType.Program,
-                                                           clingo_ast.ASTType.Comment)]
+    rules = [s for s in statements if s.ast_type == ASTType.Rule]
+    others = [s for s in statements if s.ast_type not in (ASTType.Rule, ASTType.Program,
+                                                           ASTType.Comment)]
     if len(rules) != 1 or others:
         return None
     return str(rules[0])

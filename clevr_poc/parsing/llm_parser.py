@@ -19,7 +19,7 @@ examples". :class:`LLMParser` does the same with any chat backend (:class:`clevr
    :func:`~clevr_poc.reasoning.sanitize_query` (the one gate for untrusted ASP: no directives such as
    ``#script``, only the query predicates; ``query``/``unknown`` heads are renamed to ``missing``), must
    ask for an attribute (``hasProperty(X, <attribute>, Q)`` with Q the head variable), and the sanitized
-   text must parse with ``clingo.ast.parse_string``.
+   text must parse with clingo's parser (:func:`clevr_poc.solver.rules.parse_statements`).
 4. **Repair**: when a reply fails, the model gets its reply back as an assistant turn and the error in a
    follow-up user turn, at most ``repair_rounds`` times (default 1). A question whose last reply still
    fails gets ``asp_query=None`` and is counted in :attr:`LLMParser.stats` — never guessed.
@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import clingo
-import clingo.ast
 
 from clevr_poc import domain
 from clevr_poc._io import read_json
@@ -53,6 +52,7 @@ from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.llm.base import ChatBackend, PromptTooLongError
 from clevr_poc.reasoning.official_form import to_official_form
 from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.solver.rules import parse_statements
 
 __all__ = [
     "DEFAULT_MAX_TOKENS", "FEWSHOT_EXAMPLES_FILE", "LOCAL_N_CTX", "TASK_DESCRIPTION", "FewShotExample",
@@ -223,7 +223,7 @@ def _clingo_parse_error(text: str) -> str | None:
         messages.append(message.strip())
 
     try:
-        clingo.ast.parse_string(text, lambda statement: None, logger=logger, message_limit=5)
+        parse_statements(text, logger=logger, message_limit=5)
     except RuntimeError as exc:
         return "; ".join(messages) or str(exc)
     return None

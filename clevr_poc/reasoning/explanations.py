@@ -31,10 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import clingo
-import clingo.ast as clingo_ast
 
 from clevr_poc import domain
 from clevr_poc.answer import Answer, Elimination, Explanation, Witness
@@ -45,7 +44,7 @@ from clevr_poc.reasoning.sanitizer import SanitizedQuery
 from clevr_poc.scene import Scene
 from clevr_poc.solver.control import make_control
 from clevr_poc.solver.programs import Program, scene_symbols
-from clevr_poc.solver.rules import parse_rules, with_body_literal
+from clevr_poc.solver.rules import AST, ASTType, function_names, is_integrity_constraint, parse_rules, with_body_literal
 from clevr_poc.solver.watchdog import WATCHDOG
 
 #: Relation name -> English phrase ("Y is <phrase> X" for ``rel(X, Y)``, see ``asp/answering.lp``).
@@ -80,18 +79,7 @@ def relation_rule_name(relation: str) -> str:
     return "; ".join(parts) if parts else f"'{relation}' relations restrict regions"
 
 
-def _function_names(node: Any) -> Iterator[str]:
-    if isinstance(node, clingo_ast.AST):
-        if node.ast_type == clingo_ast.ASTType.Function:
-            yield node.name
-        for key in node.child_keys:
-            yield from _function_names(getattr(node, key))
-    elif isinstance(node, (list, tuple, clingo_ast.ASTSequence)):
-        for item in node:
-            yield from _function_names(item)
-
-
-def _background_rule_name(rule: clingo_ast.AST) -> str | None:
+def _background_rule_name(rule: AST) -> str | None:
     """The readable name of a background/answering rule that can rule a value out, else None.
 
     Integrity constraints and the relation/region choice rules can; facts, definitions and the
@@ -99,9 +87,8 @@ def _background_rule_name(rule: clingo_ast.AST) -> str | None:
     The answering constraint ``:- not missing(_).`` is implied by ``want(V)`` and always holds.
     """
     head = rule.head
-    body_names = set(_function_names(rule.body))
-    if head.ast_type == clingo_ast.ASTType.Literal and head.atom.ast_type == clingo_ast.ASTType.BooleanConstant \
-            and not head.atom.value:
+    body_names = set(function_names(rule.body))
+    if is_integrity_constraint(rule):
         if "missing" in body_names:
             return None
         if "exceed_region_capacity" in body_names:
@@ -109,9 +96,9 @@ def _background_rule_name(rule: clingo_ast.AST) -> str | None:
         if "sameProperty" in body_names:
             return IDENTICAL_RULE
         return f"background rule {str(rule)}"  # a constraint added to the background later
-    if head.ast_type == clingo_ast.ASTType.Aggregate:
+    if head.ast_type == ASTType.Aggregate:
         relations = [name for name in _RELATION_PHRASES if name in body_names]
-        if len(relations) == 1 and set(_function_names(head)) & {"at"}:
+        if len(relations) == 1 and set(function_names(head)) & {"at"}:
             return relation_rule_name(relations[0])
     return None
 

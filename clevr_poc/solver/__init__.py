@@ -1,6 +1,6 @@
 """The clingo layer under every stage: the one place that makes a ``clingo.Control``
-(:mod:`.control`), the one place that builds solver programs (:mod:`.programs`), rule rewriting with
-:mod:`clingo.ast` (:mod:`.rules`) and time limits for solve calls (:mod:`.watchdog`).
+(:mod:`.control`), the one place that builds solver programs (:mod:`.programs`), parsing and rule
+rewriting with :mod:`clingo.ast` (:mod:`.rules`) and time limits for solve calls (:mod:`.watchdog`).
 
 Imports nothing of clevr_poc above ``errors`` and ``knowledge``: environments, reasoning, generation and
 perception all build on it (no import cycle between folders).

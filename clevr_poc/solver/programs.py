@@ -32,6 +32,7 @@ from clevr_poc import domain
 from clevr_poc.errors import UnsafeProgramError
 from clevr_poc.knowledge import read_asp
 from clevr_poc.solver.control import load_program
+from clevr_poc.solver.rules import parse_statements
 
 #: Sources of a part whose text is trusted as written: the knowledge files (``"asp/<name>"``).
 KNOWLEDGE_PREFIX = "asp/"
@@ -167,8 +168,7 @@ class Program:
         wanted = {name: args for name, args in self.ground}
         out: list[str] = []
         for part in self.parts:
-            statements: list[clingo_ast.AST] = []
-            clingo_ast.parse_string(part.text, statements.append, logger=lambda code, message: None)
+            statements = parse_statements(part.text)
             current: tuple[str, dict[str, clingo.Symbol]] | None = (part.name, {})
             for statement in statements:
                 if statement.ast_type == clingo_ast.ASTType.Program:
@@ -215,26 +215,34 @@ def _number(i: int) -> clingo.Symbol:
     return clingo.Number(i)
 
 
-def object_symbols(scene) -> list[clingo.Symbol]:
-    """``hasProperty(i, attribute, value)`` for the four attributes and ``at(i, region)`` of every object
-    ``i`` of ``scene`` (a :class:`~clevr_poc.scene.Scene`), as symbols (SEMANTICS: scene facts)."""
+def scene_fact_groups(scene) -> list[tuple[clingo.Symbol, ...]]:
+    """The facts of ``scene`` (a :class:`~clevr_poc.scene.Scene`) as symbols, in groups, one line each of
+    ``Scene.to_asp_facts()`` (SEMANTICS: scene facts): for every object ``i`` its five facts
+    ``hasProperty(i, attribute, value)`` for the four attributes and ``at(i, region)``; then, for every
+    relation and every ``i`` with a non-empty ``scene.relationships[rel][i]``, ``rel(i, j)`` for each j.
+    ``object/1`` comes from the environment's ``objects(N)``."""
     function = clingo.Function
-    symbols: list[clingo.Symbol] = []
+    groups: list[tuple[clingo.Symbol, ...]] = []
     for i, obj in enumerate(scene.objects):
         o = _number(i)
-        for attribute in domain.ATTRIBUTES:
-            symbols.append(function("hasProperty", [o, function(attribute), function(getattr(obj, attribute))]))
-        symbols.append(function("at", [o, _number(obj.region)]))
-    return symbols
+        groups.append(tuple(function("hasProperty", [o, function(attribute), function(getattr(obj, attribute))])
+                            for attribute in domain.ATTRIBUTES) + (function("at", [o, _number(obj.region)]),))
+    for rel in domain.RELATIONS:
+        for i, row in enumerate(scene.relationships.get(rel, ())):
+            if row:
+                groups.append(tuple(function(rel, [_number(i), _number(j)]) for j in row))
+    return groups
+
+
+def object_symbols(scene) -> list[clingo.Symbol]:
+    """``hasProperty(i, attribute, value)`` for the four attributes and ``at(i, region)`` of every object
+    ``i`` of ``scene`` (a :class:`~clevr_poc.scene.Scene`), as symbols (the first groups of
+    :func:`scene_fact_groups`)."""
+    return [symbol for group in scene_fact_groups(scene)[:len(scene.objects)] for symbol in group]
 
 
 def scene_symbols(scene) -> list[clingo.Symbol]:
     """The facts of ``scene``: :func:`object_symbols` plus ``rel(i, j)`` for every j in
-    ``scene.relationships[rel][i]`` (the same facts as ``Scene.to_asp_facts()``; ``object/1`` comes from
-    the environment's ``objects(N)``)."""
-    symbols = object_symbols(scene)
-    function = clingo.Function
-    for rel in domain.RELATIONS:
-        for i, row in enumerate(scene.relationships.get(rel, ())):
-            symbols.extend(function(rel, [_number(i), _number(j)]) for j in row)
-    return symbols
+    ``scene.relationships[rel][i]`` (every group of :func:`scene_fact_groups`; ``Scene.to_asp_facts()``
+    is their text)."""
+    return [symbol for group in scene_fact_groups(scene) for symbol in group]
