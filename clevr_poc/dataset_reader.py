@@ -10,7 +10,7 @@
 
 Two layouts are recognised (``root`` is the folder given to :func:`load_dataset`):
 
-Ours (written by :func:`clevr_poc.generation.dataset.generate_dataset`)::
+Ours (written by :func:`clevr_poc.generation.dataset_writer.generate_dataset`)::
 
     root/environments/<id>.lp
     root/complete/scenes/<split>/CLEVR_%06d.json

@@ -7,7 +7,7 @@ scene JSON key          type                                written by
 ``camera``, ``render``  :class:`ImageInfo` (``Scene.image``)  ``render`` (:func:`clevr_poc.rendering.render_scene`),
                                                             perception (camera only)
 ``generation``          :class:`GenerationCounts`           ``generate`` (complete scenes only)
-``perception``          :class:`PerceptionInfo`             :class:`clevr_poc.perception.pipeline.Perception`
+``perception``          :class:`PerceptionInfo`             :class:`clevr_poc.perception.perceiver.Perception`
 =====================  ==================================  ==============================================
 
 ``constraint_type_index`` (the environment id) is ``Scene.environment_id``; per-object ground truth
@@ -217,7 +217,7 @@ class GenerationCounts:
 # ---------------------------------------------------------------------- perception
 @dataclass(frozen=True)
 class PerceptionInfo:
-    """How a scene was perceived (:class:`clevr_poc.perception.pipeline.Perception`; scene JSON
+    """How a scene was perceived (:class:`clevr_poc.perception.perceiver.Perception`; scene JSON
     ``perception``).
 
     Attributes:

@@ -195,7 +195,7 @@ _DIRECTIVE_HINT = "(no #script, #include, #external, #program, #const or any oth
 
 
 def _tokenize(text: str) -> list[str]:
-    """Code tokens of ``text`` as clingo reads them (:mod:`.asp_lexer`; comments dropped), checked
+    """Code tokens of ``text`` as clingo reads them (:mod:`clevr_poc.asp_lexer`; comments dropped), checked
     against the query language's token whitelist."""
     matches = _FAST_TOKEN.findall(text)  # fast path: a text of query-language tokens only
     if sum(map(len, matches)) == len(text) and not _FAST_GUARD.search(text) and text.count("(") == text.count(")"):
