@@ -239,3 +239,16 @@ def test_inference_never_imports_training():
     chains = {start: import_chain(start, set(TRAINING)) for start in INFERENCE}
     offending = {start: " -> ".join(chain) for start, chain in chains.items() if chain is not None}
     assert offending == {}, f"inference modules that import training code: {offending}"
+
+
+def test_the_architecture_page_names_every_folder_and_knowledge_file():
+    # docs/architecture.md is the map of the house: a new folder or .lp file must appear on it
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    folders = sorted(str(p.parent.relative_to(ROOT)) + "/" for p in PACKAGE.rglob("__init__.py")
+                     if p.parent != PACKAGE)
+    knowledge = sorted(f"asp/{p.name}" for p in (ROOT / "asp").glob("*.lp"))
+    # a folder may be named in full (`clevr_poc/baselines/`) or within its parent (`baselines/clip/`)
+    missing = [name for name in folders if f"`{name}" not in page and f"`{name.removeprefix('clevr_poc/')}"
+               not in page] + [name for name in knowledge if f"`{name}`" not in page]
+    assert missing == [], f"folders / knowledge files not on docs/architecture.md: {missing}"
+    assert "](images/architecture.svg)" in page and (ROOT / "docs" / "images" / "architecture.svg").is_file()
