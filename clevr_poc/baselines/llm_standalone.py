@@ -274,7 +274,50 @@ def parse_reply(reply: str | None, attribute: str | None) -> Prediction:
 
 
 # ---------------------------------------------------------------------------- the model
-class LLMStandalone:
+class ChatAnsweringModel:
+    """What the chat baselines (:class:`LLMStandalone`, :class:`clevr_poc.baselines.vlm.VLMBaseline`) share:
+    ask ``backend`` with the messages of :meth:`messages_for` and read the answer set from the reply with
+    :func:`parse_reply`.
+
+    A subclass sets ``backend`` (``complete(messages, max_tokens=, temperature=, stop=, seed=) -> str``),
+    ``max_tokens``, ``temperature``, ``seed`` and ``workers`` (parallel requests, >= 1) and defines
+    :meth:`messages_for`.
+    """
+
+    backend: Any
+    max_tokens: int
+    temperature: float
+    seed: int | None
+    workers: int
+
+    def messages_for(self, example: Any) -> list[dict[str, Any]]:  # pragma: no cover - defined by subclasses
+        raise NotImplementedError
+
+    def predict_detailed(self, example: Any) -> Prediction:
+        """Ask the backend and parse the reply (``raw`` = the reply); a prompt longer than the model's
+        context is a parse failure (other backend errors propagate and stop the run)."""
+        from clevr_poc.llm.base import PromptTooLongError
+
+        try:
+            reply = self.backend.complete(self.messages_for(example), max_tokens=self.max_tokens,
+                                          temperature=self.temperature, stop=None, seed=self.seed)
+        except PromptTooLongError as exc:
+            return Prediction(None, f"prompt too long for the model: {str(exc)[:200]}")
+        return parse_reply(reply, example.question.query_attribute)
+
+    def predict(self, example: Any) -> frozenset[str] | None:
+        """The predicted answer set, or None when the reply cannot be parsed."""
+        return self.predict_detailed(example).values
+
+    def predict_batch(self, examples: Sequence[Any]) -> list[Prediction]:
+        """:meth:`predict_detailed` over ``examples`` with ``workers`` parallel requests, in order."""
+        if self.workers == 1 or len(examples) <= 1:
+            return [self.predict_detailed(e) for e in examples]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(self.predict_detailed, examples))
+
+
+class LLMStandalone(ChatAnsweringModel):
     """The stand-alone LLM baseline: prompt (App. C.1) -> chat backend -> parsed answer set.
 
     Args:
@@ -317,31 +360,9 @@ class LLMStandalone:
         return build_messages(example.environment, example.partial_scene, example.question.text,
                               examples=self.examples)
 
-    def predict_detailed(self, example: Any) -> Prediction:
-        """Ask the backend and parse the reply (``raw`` = the reply); a prompt longer than the model's
-        context is a parse failure (other backend errors propagate)."""
-        from clevr_poc.llm.base import PromptTooLongError
-
-        try:
-            reply = self.backend.complete(self.messages_for(example), max_tokens=self.max_tokens,
-                                          temperature=self.temperature, stop=None, seed=self.seed)
-        except PromptTooLongError as exc:
-            return Prediction(None, f"prompt too long for the model: {str(exc)[:200]}")
-        return parse_reply(reply, example.question.query_attribute)
-
-    def predict(self, example: Any) -> frozenset[str] | None:
-        """The predicted answer set, or None when the reply cannot be parsed."""
-        return self.predict_detailed(example).values
-
-    def predict_batch(self, examples: Sequence[Any]) -> list[Prediction]:
-        """:meth:`predict_detailed` over ``examples`` with ``workers`` parallel requests, in order."""
-        if self.workers == 1 or len(examples) <= 1:
-            return [self.predict_detailed(e) for e in examples]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(self.predict_detailed, examples))
 
 
 __all__ = [
-    "LLMStandalone", "LOCAL_N_CTX", "TASK_DESCRIPTION", "VALUE_WORDS", "WorkedExample", "build_messages", "constraints_text",
+    "ChatAnsweringModel", "LLMStandalone", "LOCAL_N_CTX", "TASK_DESCRIPTION", "VALUE_WORDS", "WorkedExample", "build_messages", "constraints_text",
     "format_answer", "parse_reply", "scene_graph_json", "user_turn", "worked_examples",
 ]

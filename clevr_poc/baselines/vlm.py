@@ -22,12 +22,10 @@ Prompts (:data:`PROMPTS`; full texts in ``docs/baselines.md``):
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any
 
-from clevr_poc.baselines.llm_standalone import QUESTION_PREFIX, constraints_text, parse_reply
+from clevr_poc.baselines.llm_standalone import QUESTION_PREFIX, ChatAnsweringModel, constraints_text
 from clevr_poc.errors import FormatError
-from clevr_poc.evaluation.report import Prediction
 
 #: The prompt variants.
 PROMPTS: tuple[str, ...] = ("direct", "list-then-reason")
@@ -86,7 +84,7 @@ def build_vlm_messages(environment: Any, image: Any, question: str, *, prompt: s
             {"role": "user", "content": [image_part(image), text_part(user_text(environment, question, prompt))]}]
 
 
-class VLMBaseline:
+class VLMBaseline(ChatAnsweringModel):
     """Image + constraints + question -> a vision-language chat backend -> the parsed answer set.
 
     Args:
@@ -139,28 +137,6 @@ class VLMBaseline:
             raise FormatError("the question's image is not rendered (render the dataset first: python -m "
                               "clevr_poc render)", field="image_filename", value=example.question.image_filename)
         return build_vlm_messages(example.environment, example.image_path, example.question.text, prompt=self.prompt)
-
-    def predict_detailed(self, example: Any) -> Prediction:
-        """Ask the backend and parse the reply (``raw`` = the reply); a prompt longer than the model's context
-        is a parse failure; other backend errors stop the run."""
-        from clevr_poc.llm.base import PromptTooLongError
-
-        try:
-            reply = self.backend.complete(self.messages_for(example), max_tokens=self.max_tokens,
-                                          temperature=self.temperature, stop=None, seed=self.seed)
-        except PromptTooLongError as exc:
-            return Prediction(None, f"prompt too long for the model: {str(exc)[:200]}")
-        return parse_reply(reply, example.question.query_attribute)
-
-    def predict(self, example: Any) -> frozenset[str] | None:
-        return self.predict_detailed(example).values
-
-    def predict_batch(self, examples: Sequence[Any]) -> list[Prediction]:
-        """:meth:`predict_detailed` over ``examples`` with ``workers`` parallel requests, in order."""
-        if self.workers == 1 or len(examples) <= 1:
-            return [self.predict_detailed(e) for e in examples]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(self.predict_detailed, examples))
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DIRECT_INSTRUCTION", "LIST_INSTRUCTION", "PROMPTS", "VLMBaseline", "VLM_TASK",
