@@ -187,10 +187,7 @@ def lex(text: str) -> Lexed:
                 tokens.append(Token("error", "", n, line + text.count("\n", pos, n), 1))
                 break
             comments.append((pos, stop))
-            newlines = text.count("\n", pos, stop)
-            if newlines:
-                line += newlines
-                line_start = text.rfind("\n", pos, stop) + 1
+            line, line_start = _lines_after(text, pos, stop, line, line_start)
             pos = stop
             continue
         if kind == "script":
@@ -208,6 +205,15 @@ def lex(text: str) -> Lexed:
         tokens.append(Token(kind, m.group(0), pos, line, pos - line_start + 1))
         pos = end
     return Lexed(text, tuple(tokens), tuple(comments))
+
+
+def _lines_after(text: str, start: int, stop: int, line: int, line_start: int) -> tuple[int, int]:
+    """``(line, line start offset)`` after skipping ``text[start:stop]`` from ``line`` (1-based) whose
+    first character is at offset ``line_start``: each ``"\\n"`` in the skipped text starts a new line."""
+    newlines = text.count("\n", start, stop)
+    if newlines:
+        return line + newlines, text.rfind("\n", start, stop) + 1
+    return line, line_start
 
 
 def _script(text: str, pos: int, line: int, line_start: int) -> tuple[int, int, int, list[tuple[int, int]]]:
@@ -228,20 +234,14 @@ def _script(text: str, pos: int, line: int, line_start: int) -> tuple[int, int, 
             if stop > n:
                 return n + 1, line, line_start, comments
             comments.append((pos, stop))
-            newlines = text.count("\n", pos, stop)
-            if newlines:
-                line += newlines
-                line_start = text.rfind("\n", pos, stop) + 1
+            line, line_start = _lines_after(text, pos, stop, line, line_start)
             pos = stop
             continue
         elif kind == "close":
             end = _SCRIPT_END.search(text, m.end())
             if end is None:
                 return n + 1, line, line_start, comments
-            newlines = text.count("\n", m.end(), end.end())
-            if newlines:
-                line += newlines
-                line_start = text.rfind("\n", m.end(), end.end()) + 1
+            line, line_start = _lines_after(text, m.end(), end.end(), line, line_start)
             return end.end(), line, line_start, comments
         pos = m.end()
     return n + 1, line, line_start, comments
