@@ -75,7 +75,6 @@ def build_tiny_vlm(folder: str | os.PathLike[str], *, family: str = "qwen2-vl", 
     out.mkdir(parents=True, exist_ok=True)
     if family == "llava":
         return _build_llava(out, seed, vocab_size)
-    import torch
     from transformers import (PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration,
                               Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor)
 
@@ -96,17 +95,26 @@ def build_tiny_vlm(folder: str | os.PathLike[str], *, family: str = "qwen2-vl", 
                        "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_chans": 3},
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    return _save_random_model(Qwen2VLForConditionalGeneration, config, processor, out, seed,
+                              eos=ids["<|im_end|>"], pad=ids["<|endoftext|>"])
+
+
+def _save_random_model(model_class: Any, config: Any, processor: Any, out: Path, seed: int, *, eos: int,
+                       pad: int) -> Path:
+    """A ``model_class(config)`` with random weights (``torch.manual_seed(seed)`` first), generating up to
+    token ``eos`` and padding with ``pad``, saved with ``processor`` to the folder ``out``; returns ``out``."""
+    import torch
+
     torch.manual_seed(seed)
-    model = Qwen2VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids["<|im_end|>"]
-    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model = model_class(config)
+    model.generation_config.eos_token_id = eos
+    model.generation_config.pad_token_id = pad
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
 
 
 def _build_llava(out: Path, seed: int, vocab_size: int) -> Path:
-    import torch
     from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
 
@@ -124,13 +132,8 @@ def _build_llava(out: Path, seed: int, vocab_size: int) -> Path:
                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
                                 bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"]),
         image_token_index=ids["<image>"], vision_feature_select_strategy="default", vision_feature_layer=-1)
-    torch.manual_seed(seed)
-    model = LlavaForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids["</s>"]
-    model.generation_config.pad_token_id = ids["<pad>"]
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    return out
+    return _save_random_model(LlavaForConditionalGeneration, config, processor, out, seed,
+                              eos=ids["</s>"], pad=ids["<pad>"])
 
 
 __all__ = ["CHAT_TEMPLATE", "FAMILIES", "LLAVA_CHAT_TEMPLATE", "SPECIAL_TOKENS", "build_tiny_vlm"]
