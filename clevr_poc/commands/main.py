@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, run_guarded
 
@@ -61,14 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage)."""
-    parser = build_parser()
+def run_parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
+               run: Callable[[argparse.Namespace], int]) -> int:
+    """``run(args)`` for ``argv`` parsed by ``parser`` (a command line with sub-commands, each setting
+    ``func``); without a sub-command the help goes to stderr and the status is ``EXIT_USAGE`` (2).
+    Used by :func:`main` and ``python -m clevr_poc.mcot`` (:mod:`clevr_poc.commands.mcot_command`)."""
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return run_guarded(lambda: args.func(args), missing_module=lambda exc: missing_module_message(args.command, exc))
+    return run(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage)."""
+    return run_parsed(build_parser(), argv, lambda args: run_guarded(
+        lambda: args.func(args), missing_module=lambda exc: missing_module_message(args.command, exc)))
 
 
 if __name__ == "__main__":  # pragma: no cover

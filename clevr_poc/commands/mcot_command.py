@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from clevr_poc._io import atomic_write_json, atomic_write_text
-from clevr_poc.commands.shared import (EXIT_USAGE, ArgumentParser, non_negative_int, positive_int, run_guarded,
-                            with_checked_outputs)
+from clevr_poc.commands.main import run_parsed
+from clevr_poc.commands.shared import (ArgumentParser, non_negative_int, positive_int, run_guarded,
+                                       with_checked_outputs)
 from clevr_poc.errors import FormatError
 from clevr_poc.mcot.extraction import ExtractionMode, FailurePolicy
 from clevr_poc.mcot.prompts import (M3COT_STRATEGIES, SCIENCEQA_DEFAULT_SEED, SCIENCEQA_DEFAULT_SHOTS,
@@ -290,10 +291,6 @@ def _run_m3cot(args: argparse.Namespace, backend: Any, name: str) -> tuple[dict[
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 ok, 1 error, 2 usage)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    return run_guarded(with_checked_outputs(args.func, args, files=("output", "out", "markdown")),
-                       interrupted="interrupted (partial results are kept in --output; run again to resume)")
+    return run_parsed(build_parser(), argv, lambda args: run_guarded(
+        with_checked_outputs(args.func, args, files=("output", "out", "markdown")),
+        interrupted="interrupted (partial results are kept in --output; run again to resume)"))
