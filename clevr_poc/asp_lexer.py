@@ -1,6 +1,6 @@
 """One lexer for untrusted ASP text that splits it exactly as clingo's own lexer does.
 
-Every check of untrusted ASP (queries in :mod:`clevr_poc.reasoning.sanitizer`, environment files in
+Every check of untrusted ASP (queries in :mod:`clevr_poc.queries.sanitizer`, environment files in
 :mod:`clevr_poc.environments.environment`) first asks this module where clingo sees comments, strings,
 directives and ``#script`` blocks. A check that reads comments differently from clingo can be fooled:
 clingo's block comments nest (``%* %* *% x. *%`` is one comment), a ``%`` inside a block comment starts

@@ -20,7 +20,7 @@ from clevr_poc.errors import FormatError
 from clevr_poc.scene import _file_name
 
 if TYPE_CHECKING:
-    from clevr_poc.reasoning.sanitizer import SanitizedQuery
+    from clevr_poc.queries.sanitizer import SanitizedQuery
 
 _QUERY_ATTRIBUTE = re.compile(r"hasProperty\(\s*([A-Z][A-Za-z0-9_]*)\s*,\s*(color|shape|size|material)\s*,\s*Q\s*\)")
 
@@ -81,13 +81,13 @@ class Question:
 
     @functools.cached_property
     def query(self) -> "SanitizedQuery":
-        """The checked form of ``asp_query`` (:func:`clevr_poc.reasoning.sanitizer.sanitize_query`, default
+        """The checked form of ``asp_query`` (:func:`clevr_poc.queries.sanitizer.sanitize_query`, default
         settings: head renamed, at most ``MAX_OBJECT_VARIABLES`` object variables), computed once.
 
         Raises:
             UnsafeProgramError: ``asp_query`` is outside the query language (the one-line reason).
         """
-        from clevr_poc.reasoning.sanitizer import sanitize_query
+        from clevr_poc.queries.sanitizer import sanitize_query
 
         return sanitize_query(self.asp_query)
 

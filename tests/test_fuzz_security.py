@@ -114,7 +114,7 @@ def test_sanitizer_fast_path_agrees_with_the_full_check(text):
     accepts, with the same canonical text."""
     from unittest import mock
 
-    from clevr_poc.reasoning import sanitizer
+    from clevr_poc.queries import sanitizer
 
     def outcome():
         try:

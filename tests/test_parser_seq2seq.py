@@ -26,7 +26,7 @@ SHIPPED = ROOT / "models" / "parser_bilstm"
 SMALL = ParserConfig(word_vec_dim=32, hidden_size=48, decoder_hidden_size=64)
 
 # The paper's three example questions (§3.4, Appendix A, Appendix C.1) with their ASP in the official form
-# (rel(Y,X): X is rel of Y; "the other X with the same P as Y": X!=Y, same_P(Y,X); clevr_poc.reasoning.official_form).
+# (rel(Y,X): X is rel of Y; "the other X with the same P as Y": X!=Y, same_P(Y,X); clevr_poc.queries.official_form).
 PAPER_QUESTIONS = [
     ("What is the color of the other cylinder that is the same material as the medium red thing?",
      "missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,size,medium), hasProperty(Y,color,red), "

@@ -128,7 +128,7 @@ def test_differential_against_clingo(seed, include_target):
 
 def test_sanitizer_fast_path_reads_the_tokens_clingo_reads():
     """Where the sanitizer's one-regex fast path applies, its tokens are the lexer's (so clingo's)."""
-    from clevr_poc.reasoning.sanitizer import _FAST_GUARD, _FAST_TOKEN
+    from clevr_poc.queries.sanitizer import _FAST_GUARD, _FAST_TOKEN
 
     rng = random.Random(7)
     alphabet = list("abXY_' 019(),.:-!=<>%#\"\n\r\t;é")

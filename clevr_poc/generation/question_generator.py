@@ -29,7 +29,7 @@ rules out a visible object in the query object's role with the true references. 
 and keep the question only when they are equal, so the gold answer is exactly the set of values the
 hidden object can take. Official queries still name references by attributes only.
 
-**Query form.** ``asp_query`` is written in the official form (:mod:`clevr_poc.reasoning.official_form`):
+**Query form.** ``asp_query`` is written in the official form (:mod:`clevr_poc.queries.official_form`):
 variables X, then Y (one reference) or Y1, Y2, Y3 by hop from X, and every pairwise inequality of
 object variables, also the non-adjacent ones (``X!=Y2``) that no relation implies; they can narrow the
 answer (the queried object may otherwise be a farther reference), and the label is computed from this

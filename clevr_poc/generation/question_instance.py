@@ -17,7 +17,7 @@ from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate
 from clevr_poc.generation.template_files import (
     DESCRIPTION_ORDER, OBJECT_NODES, OPTIONAL_WORDS, TEXT_SLOT, QuestionTemplate,
 )
-from clevr_poc.reasoning.official_form import to_official_form
+from clevr_poc.queries.official_form import to_official_form
 from clevr_poc.scene import Scene
 
 #: ASP variable names: the query object is X, references follow by distance from it.
@@ -44,7 +44,7 @@ class Instance:
 
 
 def asp_query(instance: Instance) -> str:
-    """The ASP query in the official form (:func:`clevr_poc.reasoning.official_form.to_official_form`):
+    """The ASP query in the official form (:func:`clevr_poc.queries.official_form.to_official_form`):
     ``missing(Q) :- hasProperty(X,<attr>,Q), <descriptions>, <relations>, <inequalities>.``
 
     References are described by attributes only; ``rel(Y,X)`` means X is rel of Y; "the other X with

@@ -3,7 +3,7 @@
 - :mod:`.equivalence` -- program accuracy, literal (:func:`programs_equal`, :func:`program_accuracy`: the
   paper's measure) and semantic (:func:`semantic_program_accuracy`: same answer set) (torch-free);
 - :func:`to_official_form` -- the official generator's query form (re-exported from
-  :mod:`clevr_poc.reasoning.official_form`, where it lives beside the sanitizer);
+  :mod:`clevr_poc.queries.official_form`, where it lives beside the sanitizer);
 - :mod:`.vocabulary` -- question tokens and the query token set (torch-free);
 - :mod:`.grammar` -- the query grammar automaton used for constrained decoding;
 - :mod:`.seq2seq` -- the NS-VQA BiLSTM seq2seq parser, :class:`BiLSTMParser`
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from clevr_poc.parsing.equivalence import program_accuracy, programs_equal, semantic_program_accuracy
-from clevr_poc.reasoning.official_form import to_official_form
+from clevr_poc.queries.official_form import to_official_form
 
 __all__ = ["programs_equal", "program_accuracy", "semantic_program_accuracy", "to_official_form", "BiLSTMParser", "ParserConfig", "QuestionVocabulary",
            "question_tokens", "query_tokens"]

@@ -1,7 +1,7 @@
 """Program accuracy, two ways: **literal** (are two ASP queries the same program? the paper's measure)
 and **semantic** (do they give the same answer set on the example?).
 
-Gold programs are in the official form (:mod:`clevr_poc.reasoning.official_form`: every pairwise
+Gold programs are in the official form (:mod:`clevr_poc.queries.official_form`: every pairwise
 inequality written out), so a parse that leaves out ``X!=Y2`` is literally wrong, and semantically
 wrong exactly where the queried object could otherwise be the farther reference.
 
@@ -29,7 +29,7 @@ from collections import Counter
 from typing import Sequence
 
 from clevr_poc.errors import ClevrPocError, FormatError, UnsafeProgramError
-from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
 
 __all__ = ["programs_equal", "program_accuracy", "query_literals", "semantic_program_accuracy", "answers_agree"]
 

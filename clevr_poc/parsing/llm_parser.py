@@ -24,7 +24,7 @@ examples". :class:`LLMParser` does the same with any chat backend (:class:`clevr
    follow-up user turn, at most ``repair_rounds`` times (default 1). A question whose last reply still
    fails gets ``asp_query=None`` and is counted in :attr:`LLMParser.stats` — never guessed.
 5. **Official form**: an accepted query is rewritten by
-   :func:`~clevr_poc.reasoning.official_form.to_official_form` (variables X, Y / Y1, Y2, Y3 by hop from X,
+   :func:`~clevr_poc.queries.official_form.to_official_form` (variables X, Y / Y1, Y2, Y3 by hop from X,
    every pairwise inequality of object variables added, the official literal order), as the official
    generator writes ``asp_query``; a query outside the six question structures is kept as sanitized.
 
@@ -50,8 +50,8 @@ from clevr_poc import domain
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.llm.base import ChatBackend, PromptTooLongError
-from clevr_poc.reasoning.official_form import to_official_form
-from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.queries.official_form import to_official_form
+from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
 from clevr_poc.solver.rules import parse_statements
 
 __all__ = [
@@ -266,7 +266,7 @@ class ParseResult:
 
     Attributes:
         asp_query: the sanitized ASP query (``missing(Q) :- ... .``) in the official form
-            (:func:`~clevr_poc.reasoning.official_form.to_official_form`; as sanitized when it has no
+            (:func:`~clevr_poc.queries.official_form.to_official_form`; as sanitized when it has no
             official form), or None when every reply failed.
         raw: the last reply of the model ("" when no reply came, e.g. a prompt too long).
         error: why the last reply failed (None on success).

@@ -39,7 +39,7 @@ from clevr_poc.parsing.equivalence import programs_equal
 from clevr_poc.parsing.seq2seq import BiLSTMParser, decode
 from clevr_poc.parsing.supervised_training import ParserPair, batches, make_batch, supervised_loss
 from clevr_poc.reasoning import Reasoner
-from clevr_poc.reasoning.sanitizer import sanitize_query
+from clevr_poc.queries.sanitizer import sanitize_query
 from clevr_poc.errors import ClevrPocError
 
 __all__ = ["REWARDS", "ADVANTAGES", "ReinforceSettings", "ReinforceState", "reinforce"]

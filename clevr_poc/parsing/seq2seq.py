@@ -24,7 +24,7 @@ Architecture (NS-VQA's ``reason/models``; sizes from its training options):
 ``from_pretrained(path)`` / ``save_pretrained(path)`` (``config.json``, ``vocab.json``,
 ``weights.pt`` -- a plain state dict, fp16 by default, loaded with ``torch.load(weights_only=True)``),
 ``parse(question) -> str`` and ``parse_batch(questions) -> list[str]``: query texts in the official
-form (:func:`~clevr_poc.reasoning.official_form.to_official_form`: variables X, Y / Y1, Y2, Y3, every
+form (:func:`~clevr_poc.queries.official_form.to_official_form`: variables X, Y / Y1, Y2, Y3, every
 pairwise inequality; the decoder itself writes X, Y, Z, W in order of first use).
 """
 
@@ -44,11 +44,11 @@ from clevr_poc import domain
 from clevr_poc._io import atomic_open, atomic_write_json, read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.parsing.grammar import MAX_QUERY_TOKENS, GrammarState, QueryGrammar, allowed_mask_sequence
-from clevr_poc.reasoning.official_form import to_official_form
+from clevr_poc.queries.official_form import to_official_form
 from clevr_poc.parsing.vocabulary import (
     PAD, QUERY_INDEX, QUERY_TOKENS, START, QuestionVocabulary, tokens_to_query,
 )
-from clevr_poc.reasoning.sanitizer import sanitize_query
+from clevr_poc.queries.sanitizer import sanitize_query
 
 __all__ = ["ParserConfig", "Seq2Seq", "Decoded", "BiLSTMParser", "choice_targets", "decode", "encode_questions",
            "MASKED_LOGIT"]
@@ -507,7 +507,7 @@ class BiLSTMParser:
         return self.parse_batch([question])[0]
 
     def __call__(self, question: str) -> str:
-        """Same as :meth:`parse` (so a parser is a ``QuestionParser`` for :class:`~clevr_poc.baselines.ns_vqa.NSVQA`)."""
+        """Same as :meth:`parse` (so a parser is a plain ``question -> query`` callable)."""
         return self.parse(question)
 
     def num_parameters(self) -> int:

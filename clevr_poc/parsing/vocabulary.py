@@ -25,7 +25,7 @@ from typing import Iterable, Mapping, Sequence
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError, UnsafeProgramError
-from clevr_poc.reasoning.sanitizer import sanitize_query
+from clevr_poc.queries.sanitizer import sanitize_query
 
 __all__ = [
     "PAD", "UNK", "START", "QUERY_TOKENS", "QUERY_INDEX", "HEAD_VARIABLE", "OBJECT_VARIABLES", "RELATION_PREDICATES",

@@ -1,8 +1,9 @@
-"""Reasoning: the clingo Reasoner (brave consequences), the query sanitizer, the official query form
-(:func:`to_official_form`) and explanations."""
+"""Reasoning: the clingo Reasoner (brave consequences) and explanations; re-exports the query language
+(:func:`sanitize_query`, :class:`SanitizedQuery`, :func:`to_official_form`, which live in
+:mod:`clevr_poc.queries`)."""
 
 from clevr_poc.reasoning.reasoner import Reasoner
-from clevr_poc.reasoning.official_form import to_official_form
-from clevr_poc.reasoning.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.queries.official_form import to_official_form
+from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
 
 __all__ = ["Reasoner", "SanitizedQuery", "sanitize_query", "to_official_form"]

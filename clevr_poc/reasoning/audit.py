@@ -18,7 +18,7 @@ import clingo.ast as clingo_ast
 
 from clevr_poc.asp_lexer import lex
 from clevr_poc.knowledge import read_asp
-from clevr_poc.reasoning.sanitizer import QUERY_PREDICATES
+from clevr_poc.queries.sanitizer import QUERY_PREDICATES
 from clevr_poc.solver.programs import KNOWLEDGE_PREFIX, observing
 
 _QUERY_PUNCT = frozenset({"(", ")", ",", ".", ":-", "!="})

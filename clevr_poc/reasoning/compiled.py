@@ -24,7 +24,7 @@ from typing import Iterable
 import clingo
 
 from clevr_poc import domain
-from clevr_poc.reasoning.sanitizer import SanitizedQuery
+from clevr_poc.queries.sanitizer import SanitizedQuery
 from clevr_poc.scene import Scene
 from clevr_poc.solver.control import make_control
 from clevr_poc.solver.programs import environment_program

@@ -40,7 +40,7 @@ from clevr_poc.answer import Answer, Elimination, Explanation, Witness
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
-from clevr_poc.reasoning.sanitizer import SanitizedQuery
+from clevr_poc.queries.sanitizer import SanitizedQuery
 from clevr_poc.scene import Scene
 from clevr_poc.solver.control import make_control
 from clevr_poc.solver.programs import Program, scene_symbols

@@ -29,7 +29,7 @@ from clevr_poc.errors import FormatError, SolverTimeoutError, UnsatisfiableError
 from clevr_poc.question import Question
 from clevr_poc.reasoning.compiled import MAX_SLOTS, EnvironmentSolver, compile_query
 from clevr_poc.reasoning.isolated import solve_brave_isolated
-from clevr_poc.reasoning.sanitizer import MAX_OBJECT_VARIABLES, SanitizedQuery, sanitize_query
+from clevr_poc.queries.sanitizer import MAX_OBJECT_VARIABLES, SanitizedQuery, sanitize_query
 from clevr_poc.scene import Scene
 from clevr_poc.solver.control import make_control
 from clevr_poc.solver.programs import Program, environment_program, scene_symbols
@@ -61,9 +61,9 @@ class Reasoner:
         isolate: run direct mode in a worker process (default True); False grounds in process, where
             the time limit cannot stop grounding (only for trusted, small queries).
         max_object_variables: most distinct object variables a query may use (default
-            :data:`~clevr_poc.reasoning.sanitizer.MAX_OBJECT_VARIABLES` = 6).
+            :data:`~clevr_poc.queries.sanitizer.MAX_OBJECT_VARIABLES` = 6).
 
-    Every query goes through :func:`~clevr_poc.reasoning.sanitizer.sanitize_query`, a
+    Every query goes through :func:`~clevr_poc.queries.sanitizer.sanitize_query`, a
     :class:`SanitizedQuery` too (its text is checked again: a hand-built one is not trusted);
     environments come as :class:`~clevr_poc.environments.Environment` objects (files are checked when
     read).

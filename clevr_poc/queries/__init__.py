@@ -1,0 +1,16 @@
+"""The query language of CLEVR-POC questions, below every stage that reads or writes queries.
+
+- :mod:`.sanitizer` -- :func:`sanitize_query` and :class:`SanitizedQuery`: an untrusted ASP query read
+  exactly as clingo reads it (:mod:`clevr_poc.asp_lexer`) and checked against the query whitelist;
+- :mod:`.official_form` -- :func:`to_official_form`: the query rewritten the way the official generator
+  writes ``asp_query`` (reference: SEMANTICS.md, "The official query form").
+
+Generation writes queries, parsers produce them, :class:`~clevr_poc.question.Question` holds one and the
+Reasoner answers them; all of them import from here, and this folder imports none of them (so no
+folder import cycle runs through the query language). ``clevr_poc.reasoning`` re-exports both names.
+"""
+
+from clevr_poc.queries.official_form import to_official_form
+from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
+
+__all__ = ["SanitizedQuery", "sanitize_query", "to_official_form"]

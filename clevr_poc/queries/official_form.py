@@ -1,0 +1,179 @@
+"""The official CLEVR-POC query form: :func:`to_official_form` rewrites a query the way the official
+generator writes ``asp_query``.
+
+The official generator (read from its ``generate_questions.py`` and its 28-example GPT-4 prompt;
+described in the project's reference notes, not copied) names object variables by hop from the queried
+object and writes **every pairwise inequality of object variables**, also those a relation implies:
+
+============  ================  ================================================================
+family        variables         relation and inequality literals
+============  ================  ================================================================
+zero_hop      X                 --
+one_hop       X, Y              ``R(Y,X), X!=Y``
+same_relate   X, Y              ``X!=Y, same_P(Y,X)``
+two_hop       X, Y1, Y2         ``R(Y1,X), R2(Y2,Y1), X!=Y1, Y1!=Y2, X!=Y2``
+single_and    X, Y1, Y2         ``R(Y1,X), R2(Y2,X), X!=Y1, Y1!=Y2, X!=Y2``
+three_hop     X, Y1, Y2, Y3     ``R(Y1,X), R2(Y2,Y1), R3(Y3,Y2), X!=Y1, Y1!=Y2, Y2!=Y3, X!=Y2, X!=Y3, Y1!=Y3``
+============  ================  ================================================================
+
+The non-adjacent inequalities (``X!=Y2``, ...) are not implied by the relations: without them the
+queried object may be the same object as a farther reference, which can change the answer set. So
+:func:`to_official_form` changes the meaning of a query that lacks them (it *adds* them: the official
+meaning); a query that has them keeps its meaning (renaming and reordering only).
+
+**The form written here** (deterministic; the official examples vary the literal order, the paper's
+program accuracy does not depend on it): ``missing(Q) :- hasProperty(X,<attr>,Q)``, then the
+descriptions ``hasProperty(V,<attr>,<value>)`` of the farthest reference first and of X last (as the
+official examples: ``hasProperty(Y2,..), hasProperty(Y1,..), hasProperty(X,..)``), each object's in
+CLEVR order size, color, material, shape; then the links of Y1, Y2, ... to their parent as written
+(``X!=Y`` just before a ``same_P`` link, as in the paper's Appendix A); then the remaining
+inequalities: consecutive variables first (``X!=Y1, Y1!=Y2, Y2!=Y3``), then the other pairs in order
+(``X!=Y2, X!=Y3, Y1!=Y3``). The text uses the sanitizer's canonical spacing.
+
+**Naming.** The links (relations ``left/right/front/behind`` and ``same_<P>``, either argument order)
+must form a tree over the object variables that contains X; variables are numbered breadth-first from
+X, siblings in order of their first link in the input (so the generator's order and a parser's
+decoding order decide which reference of a ``single_and`` question is Y1). One reference is ``Y``,
+several are ``Y1, Y2, ...``. Literal directions are kept (``left(X,Y)`` is not turned into
+``right(Y,X)``).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from clevr_poc import domain
+from clevr_poc.errors import FormatError
+from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
+
+__all__ = ["MAX_OBJECT_VARIABLES", "OFFICIAL_VARIABLES", "official_variables", "to_official_form"]
+
+#: Most object variables a CLEVR-POC query has (three_hop: X and three references).
+MAX_OBJECT_VARIABLES = 4
+#: Official variable names for 1..4 object variables (SEMANTICS: X; X,Y; X,Y1,Y2; X,Y1,Y2,Y3).
+OFFICIAL_VARIABLES: dict[int, tuple[str, ...]] = {
+    1: ("X",), 2: ("X", "Y"), 3: ("X", "Y1", "Y2"), 4: ("X", "Y1", "Y2", "Y3"),
+}
+_LINKS = frozenset((*domain.RELATIONS, *(f"same_{a}" for a in domain.ATTRIBUTES)))
+_DESCRIPTION_ORDER = ("size", "color", "material", "shape")
+
+
+def official_variables(count: int) -> tuple[str, ...]:
+    """The official names of ``count`` object variables (1 <= count <= 4), X first.
+
+    Raises:
+        FormatError: ``count`` outside 1..4.
+    """
+    if count not in OFFICIAL_VARIABLES:
+        raise FormatError(f"CLEVR-POC queries have 1 to {MAX_OBJECT_VARIABLES} object variables",
+                          field="object_variables", value=count)
+    return OFFICIAL_VARIABLES[count]
+
+
+def _is_variable(term: str) -> bool:
+    return term[:1].isupper()
+
+
+def _fail(reason: str, query: str) -> FormatError:
+    return FormatError(f"not a CLEVR-POC question query ({reason})", field="asp_query", value=query)
+
+
+def to_official_form(query: str | SanitizedQuery) -> str:
+    """The query in the official form (see the module docstring).
+
+    Args:
+        query: an ASP query text (untrusted: it goes through :func:`~clevr_poc.reasoning.sanitize_query`)
+            or a sanitized query.
+
+    Returns:
+        The official-form text, e.g. ``missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,shape,cube),
+        left(Y,X), X!=Y.``; idempotent (``to_official_form(to_official_form(q)) == to_official_form(q)``).
+
+    Raises:
+        UnsafeProgramError: the text is not a query the sanitizer accepts.
+        FormatError: the query is outside the six CLEVR-POC question structures: no single answer literal
+            ``hasProperty(V,<attribute>,Q)``, object ids or other constants as objects, predicates other
+            than ``hasProperty``, the four relations, ``same_<P>`` and ``!=`` between object variables,
+            links that do not form a tree through X, or more than 4 object variables.
+    """
+    checked = query if isinstance(query, SanitizedQuery) else sanitize_query(query)
+    text = checked.text
+    head = checked.head_variable
+    answer_literals = [args for name, args in checked.atoms
+                       if name == "hasProperty" and len(args) == 3 and args[2] == head]
+    if len(answer_literals) != 1 or not _is_variable(answer_literals[0][0]) or _is_variable(answer_literals[0][1]):
+        raise _fail("expected exactly one answer literal hasProperty(V,<attribute>,Q)", text)
+    x, attribute, _ = answer_literals[0]
+    descriptions: dict[str, dict[str, str]] = {}
+    links: list[tuple[str, tuple[str, str]]] = []
+    for name, args in checked.atoms:
+        if head in args:
+            if (name, args) != ("hasProperty", answer_literals[0]):
+                raise _fail(f"the answer variable {head} occurs outside the answer literal", text)
+            continue
+        if name == "hasProperty" and len(args) == 3:
+            obj, attr, value = args
+            if not _is_variable(obj) or attr not in domain.DOMAINS or value not in domain.DOMAINS[attr]:
+                raise _fail(f"unexpected description hasProperty({','.join(args)})", text)
+            if descriptions.setdefault(obj, {}).setdefault(attr, value) != value:
+                raise _fail(f"two values of {attr} for {obj}", text)
+        elif name == "!=":
+            if not all(_is_variable(a) for a in args) or args[0] == args[1]:
+                raise _fail(f"unexpected comparison {args[0]}!={args[1]}", text)
+        elif name in _LINKS and len(args) == 2 and all(_is_variable(a) for a in args) and args[0] != args[1]:
+            if (name, args) not in links:
+                links.append((name, args))
+        else:
+            raise _fail(f"unexpected literal {name}({','.join(args)})", text)
+    variables = {a for _, args in checked.atoms for a in args if _is_variable(a)} - {head}
+    if len(variables) > MAX_OBJECT_VARIABLES:
+        raise _fail(f"{len(variables)} object variables (at most {MAX_OBJECT_VARIABLES})", text)
+
+    # breadth-first numbering from X; siblings in order of their first link
+    order = [x]
+    parent: dict[str, tuple[str, list[tuple[str, tuple[str, str]]]]] = {}
+    for v in order:  # grows while iterating
+        for name, args in links:
+            if v in args:
+                other = args[1] if args[0] == v else args[0]
+                if other not in parent and other != x:
+                    parent[other] = (v, [])
+                    order.append(other)
+    for name, args in links:
+        a, b = args
+        if b in parent and parent[b][0] == a:
+            parent[b][1].append((name, args))
+        elif a in parent and parent[a][0] == b:
+            parent[a][1].append((name, args))
+        else:  # a second path between two objects, or a link outside X's component
+            raise _fail(f"the links must form a tree through {x}", text)
+    if set(order) != variables:
+        raise _fail(f"every object variable must be linked to {x}", text)
+    names = dict(zip(order, official_variables(len(order))))
+
+    def literal(name: str, args: tuple[str, ...]) -> str:
+        return f"{name}({','.join(names.get(a, a) for a in args)})"
+
+    def neq(a: str, b: str) -> str:
+        return f"{a}!={b}"
+
+    body = [literal("hasProperty", (x, attribute, "Q"))]
+    for v in reversed(order):
+        for attr in _DESCRIPTION_ORDER:
+            if attr in descriptions.get(v, {}):
+                body.append(literal("hasProperty", (v, attr, descriptions[v][attr])))
+    official = [names[v] for v in order]
+    written: set[frozenset[str]] = set()
+    for v in order[1:]:
+        up, own = parent[v]
+        for name, args in own:
+            pair = frozenset((names[up], names[v]))
+            if name.startswith("same_") and pair not in written:
+                first, second = sorted(pair, key=official.index)
+                body.append(neq(first, second))
+                written.add(pair)
+            body.append(literal(name, args))
+    pairs = list(zip(official, official[1:]))
+    pairs += [p for p in combinations(official, 2) if p not in pairs]
+    body += [neq(a, b) for a, b in pairs if frozenset((a, b)) not in written]
+    return f"missing(Q) :- {', '.join(body)}."
