@@ -26,7 +26,7 @@ forms example by example (tested).
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -67,16 +67,23 @@ def jaccard_index(gold: Iterable[str], predicted: Iterable[str] | None) -> float
     return len(a & p) / len(union)
 
 
+def _mean_score(score: Callable[[Iterable[str], Iterable[str] | None], float], golds: Sequence[Iterable[str]],
+                predictions: Sequence[Iterable[str] | None]) -> float:
+    """Mean of ``score(gold, prediction)`` over examples (0.0 for no examples); raises FormatError when
+    the two sequences have different lengths."""
+    _same_length(golds, predictions)
+    if not golds:
+        return 0.0
+    return float(sum(score(g, p) for g, p in zip(golds, predictions)) / len(golds))
+
+
 def exact_accuracy(golds: Sequence[Iterable[str]], predictions: Sequence[Iterable[str] | None]) -> float:
     """Mean of :func:`exact_match` over examples (0.0 for no examples).
 
     Raises:
         FormatError: the two sequences have different lengths.
     """
-    _same_length(golds, predictions)
-    if not golds:
-        return 0.0
-    return float(sum(exact_match(g, p) for g, p in zip(golds, predictions)) / len(golds))
+    return _mean_score(exact_match, golds, predictions)
 
 
 def mean_jaccard(golds: Sequence[Iterable[str]], predictions: Sequence[Iterable[str] | None]) -> float:
@@ -85,10 +92,7 @@ def mean_jaccard(golds: Sequence[Iterable[str]], predictions: Sequence[Iterable[
     Raises:
         FormatError: the two sequences have different lengths.
     """
-    _same_length(golds, predictions)
-    if not golds:
-        return 0.0
-    return float(sum(jaccard_index(g, p) for g, p in zip(golds, predictions)) / len(golds))
+    return _mean_score(jaccard_index, golds, predictions)
 
 
 def _same_length(a: Sequence[object], b: Sequence[object]) -> None:
