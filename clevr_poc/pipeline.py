@@ -36,14 +36,27 @@ The shipped checkpoints live in the repository's ``models/`` folder (``models/pe
 ``models/parser_bilstm/{config.json,vocab.json,weights.pt}``); they are not part of the wheel. A pipeline
 with ``scene_source="given"`` and ``parser="given"`` needs neither torch nor a checkpoint.
 
-A pipeline is also an evaluator model (``predict`` / ``predict_batch`` / ``predict_detailed``), so
-``clevr_poc.evaluation.evaluate(pipeline, load_dataset(DIR, "test"))`` scores it (paper §4.2).
+A pipeline is also the NS-VQA evaluator model (``predict`` / ``predict_batch`` / ``predict_detailed``), so
+``clevr_poc.evaluation.evaluate(pipeline, load_dataset(DIR, "test"))`` scores it (paper §4.2), and
+``python -m clevr_poc evaluate --model ns-vqa`` runs it. :meth:`Pipeline.gold` is the paper's setting: the
+example's gold partial scene with the gold ASP query (a self-check: it must score exactly 1.0) or a
+parser's query. On a dataset example perception gets the example's image path, its camera
+(:func:`~clevr_poc.perception.cameras.camera_spec`: a Camera or a preset name) and its environment
+(with constraint-aware decoding); a parser's questions are parsed in one batch (:meth:`Pipeline.parse_many`).
+
+A failed example is a None prediction (a *parse failure* for the evaluator) with the reason in
+:attr:`~clevr_poc.evaluation.Prediction.error`: the parser produced no query or raised a ClevrPocError
+(other than an LLM backend error such as a refused connection, which propagates: a broken server must stop
+the run, not score zeros), the query is outside the query language
+(:class:`~clevr_poc.errors.UnsafeProgramError`), perception returned no scene or raised a ClevrPocError, the
+scene has more objects than the environment allows, or the solver timed out. An unsatisfiable program is
+*not* a failure: it predicts the empty set (scored wrong against a non-empty gold answer).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from clevr_poc.answer import Answer
 from clevr_poc.environments.environment import Environment
@@ -59,6 +72,9 @@ from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
 
+if TYPE_CHECKING:
+    from clevr_poc.evaluation.report import Prediction
+
 
 class QuestionParseError(PipelineError):
     """The question parser produced no ASP query (an LLM reply without a valid rule, an empty parse)."""
@@ -70,14 +86,19 @@ class Pipeline:
 
     Args:
         perception: ``perception(image, camera, environment=None) -> Scene`` (e.g.
-            :class:`clevr_poc.perception.Perception`), or None for ``scene_source="given"``.
-        parser: an object with ``parse(question) -> str`` (:class:`~clevr_poc.parsing.BiLSTMParser`) or
-            ``parse(question) -> ParseResult`` (:class:`~clevr_poc.parsing.llm_parser.LLMParser`), or a
-            callable ``question -> str``; None for ``parser="given"``.
+            :class:`clevr_poc.perception.Perception`), or None for ``scene_source="given"``. :meth:`perceive`
+            passes a uint8 (H, W, 3) array and the camera fitted to it; :meth:`predict_batch` the example's
+            image path and camera (a Camera or a preset name, which Perception fits itself).
+        parser: an object with ``parse_batch(questions)`` or ``parse(question)`` giving query texts
+            (:class:`~clevr_poc.parsing.BiLSTMParser`) or ``ParseResult`` objects
+            (:class:`~clevr_poc.parsing.llm_parser.LLMParser`; one without ``asp_query`` is a failure with
+            the parser's reason), or a callable ``question -> str | None``; None for ``parser="given"``
+            (the question's gold ``asp_query``).
         reasoner: the :class:`Reasoner` (default: a new one, compiled mode, 10 s per solve).
         constraint_decoding: decode the perceived scene within the environment's constraints (paper §5;
             default True) rather than by argmax.
-        name: model name in evaluation reports (default ``"NS-VQA (<scene source>, <parser>)"``).
+        name: model name in evaluation reports (default ``"NS-VQA (<scene source> scene, <parser_name> ASP)"``).
+        parser_name: the parser's name in ``name`` (default: :func:`parser_label`, ``"given"`` without one).
         camera_source: the camera of images whose scene has none or that come without one (module doc;
             ``"auto"``: the scene's own, else the official camera).
 
@@ -92,15 +113,17 @@ class Pipeline:
         from clevr_poc.perception.cameras import check_camera_source
 
         self.camera_source = check_camera_source(camera_source)
-        if parser is not None and not (callable(parser) or callable(getattr(parser, "parse", None))):
-            raise PipelineError(f"parser must have parse(question) or be callable, got {type(parser).__name__}")
+        if parser is not None and not any(callable(c) for c in (parser, getattr(parser, "parse", None),
+                                                                getattr(parser, "parse_batch", None))):
+            raise PipelineError("parser must have parse_batch(questions) or parse(question), or be callable, got "
+                                f"{type(parser).__name__}")
         if perception is not None and not callable(perception):
             raise PipelineError(f"perception must be callable, got {type(perception).__name__}")
         self.perception = perception
         self.parser = parser
         self.reasoner = reasoner or Reasoner()
         self.constraint_decoding = bool(constraint_decoding)
-        self.parser_name = parser_name or ("given" if parser is None else _parser_label(parser))
+        self.parser_name = parser_name or ("given" if parser is None else parser_label(parser))
         self.name = name or f"NS-VQA ({self.scene_source} scene, {self.parser_name} ASP)"
 
     def __repr__(self) -> str:
@@ -164,10 +187,31 @@ class Pipeline:
             from clevr_poc.parsing.llm_parser import LLMParser
 
             question_parser = LLMParser(llm_backend if llm_backend is not None else "local")
-        label = {"bilstm": "BiLSTM", "llm": _parser_label(question_parser) if question_parser else "LLM",
+        label = {"bilstm": "BiLSTM", "llm": parser_label(question_parser) if question_parser else "LLM",
                  "given": "gold"}[parser]
         return cls(perception, question_parser, reasoner=reasoner, constraint_decoding=constraint_decoding,
                    name=name, parser_name=label, camera_source=camera_source)
+
+    @classmethod
+    def gold(cls, parser: Any = None, *, parser_name: str | None = None, reasoner: Reasoner | None = None,
+             name: str | None = None) -> "Pipeline":
+        """NS-VQA on the gold partial scene: the paper's setting, "assuming 100% accuracy in image
+        perception" (§4.3, RQ2). No model, no torch.
+
+        Args:
+            parser: the question parser (see :class:`Pipeline`); None: the question's gold ``asp_query``
+                (gold scene + gold ASP reproduces the labelling pipeline: a self-check, it must score 1.0).
+            parser_name: the parser's name in ``name`` (default: :func:`parser_label`).
+            reasoner: see :class:`Pipeline`.
+            name: model name in reports (default ``"NS-VQA (gold scene, gold ASP)"``, with a parser
+                ``"NS-VQA (gold scene, <parser_name>)"``).
+
+        Raises:
+            PipelineError: a parser that cannot be called.
+        """
+        label = "gold" if parser is None else parser_name or parser_label(parser)
+        default = f"NS-VQA (gold scene, {'gold ASP' if parser is None else label})"
+        return cls(None, parser, reasoner=reasoner, name=name or default, parser_name=label)
 
     # ------------------------------------------------------------------ the steps
     def parse(self, question: Any) -> str:
@@ -193,23 +237,45 @@ class Pipeline:
                 queries.append(q.asp_query)
             return queries
         texts = [_question_text(q) for q in questions]
+        queries = []
+        for text, query in zip(texts, self.parse_many(texts)):
+            if isinstance(query, QuestionParseError):
+                raise QuestionParseError(f"the question parser produced no ASP query for {text!r}: {query}")
+            queries.append(query)
+        return queries
+
+    def parse_many(self, texts: Sequence[str]) -> list[str | QuestionParseError]:
+        """The query of each question text, or a :class:`QuestionParseError` naming why there is none
+        (``"no valid ASP query: <the LLM parser's reason>"``, ``"the parser returned no text"``), in one
+        ``parse_batch`` call when the parser has one (one batched BiLSTM decode).
+
+        Raises:
+            PipelineError: the pipeline has no question parser (``parser="given"``).
+            FormatError: the parser returned another number of results than questions.
+            ClevrPocError: what the parser raised (e.g. ``LLMBackendError``: the backend failed).
+        """
+        if self.parser is None:
+            raise PipelineError("this pipeline has no question parser (parser='given')")
+        texts = list(texts)
         batch = getattr(self.parser, "parse_batch", None)
         if batch is not None:  # BiLSTMParser: strings; LLMParser: ParseResults
             results: list[Any] = list(batch(texts))
         else:
             parse = getattr(self.parser, "parse", None) or self.parser
             results = [parse(text) for text in texts]
-        queries = []
-        for text, result in zip(texts, results):
-            if hasattr(result, "asp_query"):  # LLMParser's ParseResult
+        if len(results) != len(texts):
+            raise FormatError(f"the parser returned {len(results)} results for {len(texts)} questions",
+                              field="parse_batch", value=len(results))
+        out: list[str | QuestionParseError] = []
+        for result in results:
+            if hasattr(result, "asp_query") and not isinstance(result, str):  # LLMParser's ParseResult
                 if result.asp_query is None:
-                    raise QuestionParseError(f"the question parser produced no ASP query for {text!r}: "
-                                             f"{result.error or 'no reply'}")
+                    out.append(QuestionParseError(f"no valid ASP query: {result.error or 'no reply'}"))
+                    continue
                 result = result.asp_query
-            if not isinstance(result, str) or not result.strip():
-                raise QuestionParseError(f"the question parser produced no ASP query for {text!r}")
-            queries.append(result)
-        return queries
+            out.append(result if isinstance(result, str) and result.strip()
+                       else QuestionParseError("the parser returned no text"))
+        return out
 
     def perceive(self, image: Any, camera: Any = None, environment: Any = None) -> Scene:
         """The partial scene seen in ``image`` (constraint-aware in ``environment`` when the pipeline
@@ -316,42 +382,91 @@ class Pipeline:
 
     # ------------------------------------------------------------------ evaluator model protocol
     def predict(self, example: Any) -> frozenset[str] | None:
-        """The predicted answer set of a dataset example, or None when the pipeline failed."""
+        """The predicted answer set of a dataset example, or None when the pipeline failed (module doc)."""
         return self.predict_detailed(example).values
 
-    def predict_detailed(self, example: Any):
-        """:meth:`predict` with the failure reason and the ASP query (``raw``), for
-        :func:`clevr_poc.evaluation.evaluate`."""
+    def predict_detailed(self, example: Any) -> "Prediction":
+        """:meth:`predict` with the failure reason and the ASP query that ran (``raw``), for
+        :func:`clevr_poc.evaluation.evaluate`.
+
+        Raises:
+            LLMBackendError: the LLM parser's backend failed (a refused connection, ...).
+        """
         return self.predict_batch([example])[0]
 
-    def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
-        """Predictions (:class:`~clevr_poc.evaluation.Prediction`) of many examples; a failure of one example
-        (parser, perception, solver) is its prediction's ``error``, not an exception."""
-        from clevr_poc.evaluation import Prediction
+    def predict_batch(self, examples: Sequence[Any]) -> list["Prediction"]:
+        """The :class:`~clevr_poc.evaluation.Prediction` of each dataset example (``question``,
+        ``environment``, ``partial_scene``, ``image_path``); the questions are parsed in one batch. A failure
+        of one example (parser, perception, solver) is its prediction's ``error`` (module doc), not an
+        exception.
 
-        inputs = [PipelineInput.of(e, scene_given=self.perception is None) for e in examples]
-        queries: list[str | Prediction] = []
-        try:
-            queries = list(self.parse_batch([item.question for item in inputs]))
-        except ClevrPocError:
-            for item in inputs:
-                try:
-                    queries.append(self._query(item.question, None))
-                except ClevrPocError as exc:
-                    queries.append(Prediction(None, f"question parser failed: {_short(exc)}"))
+        Raises:
+            LLMBackendError: the LLM parser's backend failed (a refused connection, ...).
+        """
+        from clevr_poc.evaluation.report import Prediction
+
+        examples = list(examples)
         out = []
-        for item, query in zip(inputs, queries):
+        for example, query in zip(examples, self._example_queries(examples)):
             if isinstance(query, Prediction):
                 out.append(query)
                 continue
             try:
-                env = as_environment(item.environment)
-                used_scene = self._scene(item.image, env, item.scene, item.camera)
+                scene = self.scene_of(example)
             except ClevrPocError as exc:
                 out.append(Prediction(None, f"perception failed: {_short(exc)}", query))
                 continue
-            out.append(reasoned_prediction(self.reasoner, env, used_scene, query))
+            if scene is None:
+                out.append(Prediction(None, "perception produced no scene", query))
+                continue
+            out.append(reasoned_prediction(self.reasoner, example.environment, scene, query))
         return out
+
+    def scene_of(self, example: Any) -> Scene | None:
+        """The partial scene the pipeline answers a dataset example with: its gold ``partial_scene``
+        (``scene_source="given"``), else ``perception(image_path, camera, environment)`` with the camera of
+        :func:`~clevr_poc.perception.cameras.camera_spec` (following the pipeline's camera source) and the
+        example's environment when decoding with constraints. None when perception returned no Scene.
+
+        Raises:
+            FormatError: the example has no rendered image; ``camera_source="from-scene"`` and its scene has
+                no camera.
+            ClevrPocError: what perception raised.
+        """
+        if self.perception is None:
+            return example.partial_scene
+        from clevr_poc.perception.cameras import camera_spec
+
+        if example.image_path is None:
+            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
+                              field="image_path")
+        camera = camera_spec(example.partial_scene, self.camera_source,
+                             source=getattr(example, "scene_path", None) or example.image_path)
+        environment = example.environment if self.constraint_decoding else None
+        scene = self.perception(example.image_path, camera, environment)
+        return scene if isinstance(scene, Scene) else None
+
+    def _example_queries(self, examples: Sequence[Any]) -> list[Any]:
+        """The query of each example (its gold ``asp_query`` without a parser), or a failed Prediction."""
+        from clevr_poc.evaluation.report import Prediction
+
+        if self.parser is None:
+            return [example.question.asp_query for example in examples]
+        texts = [example.question.text for example in examples]
+        try:
+            parsed: list[Any] = list(self.parse_many(texts))
+        except ClevrPocError as exc:  # one bad question: parse them one by one to find it
+            _raise_backend_error(exc)
+            parsed = [self._parse_one(text) for text in texts]
+        return [query if isinstance(query, str) else Prediction(None, f"question parser failed: {_short(query)}")
+                for query in parsed]
+
+    def _parse_one(self, text: str) -> str | ClevrPocError:
+        try:
+            return self.parse_many([text])[0]
+        except ClevrPocError as exc:
+            _raise_backend_error(exc)
+            return exc
 
     # ------------------------------------------------------------------ helpers
     def _input(self, item: Any, index: int) -> PipelineInput:
@@ -393,7 +508,9 @@ def _question_text(question: Any) -> str:
     return text
 
 
-def _parser_label(parser: Any) -> str:
+def parser_label(parser: Any) -> str:
+    """A question parser's name in model names: ``"BiLSTM"``, ``"LLM <backend name>"``, else the parser's
+    ``name``, ``__name__`` or class name."""
     if type(parser).__name__ == "BiLSTMParser":
         return "BiLSTM"
     if type(parser).__name__ == "LLMParser":
@@ -402,10 +519,18 @@ def _parser_label(parser: Any) -> str:
     return getattr(parser, "name", None) or getattr(parser, "__name__", None) or type(parser).__name__
 
 
-def reasoned_prediction(reasoner: Reasoner, environment: Environment, scene: Scene, query: str) -> Any:
+def _raise_backend_error(exc: ClevrPocError) -> None:
+    """Re-raise an LLM backend failure (connection, HTTP; not a prompt too long): it is not the parser's answer."""
+    from clevr_poc.llm.base import LLMBackendError, PromptTooLongError
+
+    if isinstance(exc, LLMBackendError) and not isinstance(exc, PromptTooLongError):
+        raise exc
+
+
+def reasoned_prediction(reasoner: Reasoner, environment: Environment, scene: Scene, query: str) -> "Prediction":
     """The :class:`~clevr_poc.evaluation.Prediction` of one NS-VQA question once its scene and query are
     known: the one error handling of every NS-VQA prediction (:meth:`Pipeline.predict_batch`,
-    :class:`clevr_poc.baselines.ns_vqa.NSVQA`, ``python -m clevr_poc demo``).
+    ``python -m clevr_poc demo``).
 
     ``raw`` is ``query``. A query outside the query language (:class:`UnsafeProgramError`), a solver
     time-out and a scene that does not fit the environment (:class:`FormatError`, e.g. more objects than
@@ -418,15 +543,15 @@ def reasoned_prediction(reasoner: Reasoner, environment: Environment, scene: Sce
     try:
         answer = reasoner.answer(environment, scene, query)
     except UnsafeProgramError as exc:
-        return Prediction(None, f"unsafe or invalid ASP query: {_short(exc, 160)}", query)
+        return Prediction(None, f"unsafe or invalid ASP query: {_short(exc)}", query)
     except SolverTimeoutError as exc:
-        return Prediction(None, f"solver time-out: {_short(exc, 160)}", query)
+        return Prediction(None, f"solver time-out: {_short(exc)}", query)
     except FormatError as exc:
-        return Prediction(None, f"scene does not fit the environment: {_short(exc, 160)}", query)
+        return Prediction(None, f"scene does not fit the environment: {_short(exc)}", query)
     return Prediction(answer.values, None, query)
 
 
-def _short(exc: BaseException, limit: int = 200) -> str:
+def _short(exc: BaseException, limit: int = 160) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -434,5 +559,5 @@ def _short(exc: BaseException, limit: int = 200) -> str:
 __all__ = [
     "CheckpointNotFoundError", "MODELS_ENV", "PARSERS", "Pipeline", "PipelineError", "PipelineInput",
     "QuestionParseError", "SCENE_SOURCES", "as_camera", "as_environment", "as_image", "as_scene",
-    "check_checkpoints", "default_models_dir", "reasoned_prediction",
+    "check_checkpoints", "default_models_dir", "parser_label", "reasoned_prediction",
 ]

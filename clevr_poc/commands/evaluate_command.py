@@ -44,9 +44,9 @@ from typing import Any, Mapping
 
 from clevr_poc import limits
 from clevr_poc.commands.shared import (check_output_file, check_output_folder, positive_int, remove_stale_output_temps,
-                            worker_count)
+                            split_examples, worker_count)
 from clevr_poc._io import read_json
-from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.errors import FormatError
 
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
 #: must score 1.0) and the stand-alone LLM (§4.1.3, App. C.1; needs ``--backend``).
@@ -159,22 +159,6 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _load_examples(dataset: str, split: str, limit: int | None = None) -> list[Any]:
-    try:
-        from clevr_poc.dataset_reader import load_dataset
-    except ImportError as exc:  # pragma: no cover - only in a broken installation
-        raise ClevrPocError(f"cannot load datasets: {exc}") from None
-    if not Path(dataset).is_dir():
-        raise FormatError("dataset folder not found", source=dataset)
-    if limit is not None and limit < 1:
-        raise FormatError("must be a positive integer", field="--limit", value=limit)
-    data = load_dataset(dataset, split)
-    examples = list(data if limit is None else data[:limit])
-    if not examples:
-        raise FormatError("the split has no questions", source=dataset, field="split", value=split)
-    return examples
-
-
 def _model(args: argparse.Namespace) -> Any:
     if args.model in CLIP_MODELS:
         if not args.checkpoint:
@@ -188,9 +172,9 @@ def _model(args: argparse.Namespace) -> Any:
         return CLIPBaseline.from_checkpoint(args.checkpoint, variant=CLIP_MODELS[args.model], name=args.name,
                                             allow_missing_images=args.allow_missing_images)
     if args.model == "ns-vqa-gold":
-        from clevr_poc.baselines.ns_vqa import NSVQA
+        from clevr_poc.pipeline import Pipeline
 
-        return NSVQA(name=args.name or "NS-VQA (gold scene, gold ASP)")
+        return Pipeline.gold(name=args.name)
     if args.model == "ns-vqa":
         return _ns_vqa(args)
     if not args.backend:
@@ -210,9 +194,9 @@ def _model(args: argparse.Namespace) -> Any:
 
 
 def _ns_vqa(args: argparse.Namespace) -> Any:
-    """NS-VQA with the ``--scene`` / ``--query`` sources (checkpoints checked before anything runs)."""
-    from clevr_poc.baselines.ns_vqa import GOLD, NSVQA, ParserSource, PerceptionSource
-    from clevr_poc.pipeline import check_checkpoints
+    """NS-VQA (:class:`~clevr_poc.pipeline.Pipeline`) with the ``--scene`` / ``--query`` sources
+    (checkpoints checked before anything runs)."""
+    from clevr_poc.pipeline import Pipeline, check_checkpoints, parser_label
 
     if args.query != "llm" and args.backend:
         raise FormatError("--backend is used with --query llm (or --model llm-standalone) only", field="--backend",
@@ -234,27 +218,27 @@ def _ns_vqa(args: argparse.Namespace) -> Any:
         import torch
 
         torch.set_num_threads(args.threads)
-    scene: Any = GOLD
+    perception: Any = None
     if args.scene == "perception":
-        scene = PerceptionSource(folders["perception"], camera_source=args.camera, device=args.device)
-    query: Any = GOLD
+        from clevr_poc.perception import Perception
+
+        perception = Perception.from_pretrained(folders["perception"], device=args.device)
+    parser: Any = None
     if args.query == "bilstm":
         from clevr_poc.parsing.seq2seq import BiLSTMParser
 
-        query = ParserSource(BiLSTMParser.from_pretrained(folders["parser_bilstm"]))
+        parser = BiLSTMParser.from_pretrained(folders["parser_bilstm"])
     elif args.query == "llm":
-        from clevr_poc.parsing.llm_parser import LLMParser
-
-        from clevr_poc.parsing.llm_parser import DEFAULT_MAX_TOKENS
+        from clevr_poc.parsing.llm_parser import DEFAULT_MAX_TOKENS, LLMParser
 
         max_tokens = DEFAULT_MAX_TOKENS if args.max_tokens is None else args.max_tokens
         if max_tokens < 1:
             raise FormatError("must be positive", field="--max-tokens", value=max_tokens)
-        query = ParserSource(LLMParser(args.backend or "local", max_tokens=max_tokens))
+        parser = LLMParser(args.backend or "local", max_tokens=max_tokens)
     names = {"gold": "gold scene", "perception": "perception"}
     name = args.name or (f"NS-VQA ({names[args.scene]}, "
-                         f"{'gold ASP' if query == GOLD else query.name + ' parser'})")
-    return NSVQA(scene, query, name=name)
+                         f"{'gold ASP' if parser is None else parser_label(parser) + ' parser'})")
+    return Pipeline(perception, parser, name=name, camera_source=args.camera)
 
 
 def _program_accuracy(report: Any, examples: list[Any]) -> dict[str, Any]:
@@ -335,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads < 1:  # whatever the model: a bad value is never silently ignored
         raise FormatError("must be a positive integer", field="--threads", value=args.threads)
-    examples = _load_examples(args.dataset, args.split, args.limit)
+    examples = split_examples(args.dataset, args.split, args.limit)
     _check_outputs(args)
     if args.predictions is not None:
         if args.limit is not None:

@@ -8,7 +8,8 @@ which turns a :class:`ClevrPocError` into a one-line ``error: ...`` (exit status
 error (permission denied, disk full, ...) into one line naming the file, Ctrl-C into exit status 130,
 and a closed pipe (``... | head``) into a quiet exit. Output paths are checked before the work starts
 (:func:`check_output_folder`, :func:`check_output_file`), so that an unwritable ``--out`` fails in a
-second, not after an hour of evaluation.
+second, not after an hour of evaluation. :func:`split_examples` reads the questions of one dataset split
+(``evaluate``, ``python -m clevr_poc.baselines.clip``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from pathlib import Path
 
 from clevr_poc import limits
-from clevr_poc.errors import ClevrPocError, OutputPathError
+from clevr_poc.errors import ClevrPocError, FormatError, OutputPathError
 
 #: Exit statuses of every clevr_poc command line.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -73,6 +74,28 @@ def int_in_range(minimum: int, cap_name: str) -> Callable[[str], int]:
 
 #: ``--workers`` of every command: 1 .. the ``workers`` cap.
 worker_count = int_in_range(1, "workers")
+
+
+def split_examples(dataset: str | os.PathLike[str], split: str, limit: int | None = None) -> list[Any]:
+    """The examples (:class:`~clevr_poc.dataset_reader.Example`) of one split of a dataset folder, the
+    first ``limit`` of them when given.
+
+    Raises:
+        FormatError: no such folder, an unknown split, ``limit`` below 1, or a split without questions.
+    """
+    try:
+        from clevr_poc.dataset_reader import load_dataset
+    except ImportError as exc:  # pragma: no cover - only in a broken installation
+        raise ClevrPocError(f"cannot load datasets: {exc}") from None
+    if not Path(dataset).is_dir():
+        raise FormatError("dataset folder not found", source=dataset)
+    if limit is not None and limit < 1:
+        raise FormatError("must be a positive integer", field="--limit", value=limit)
+    data = load_dataset(dataset, split)
+    examples = list(data if limit is None else data[:limit])
+    if not examples:
+        raise FormatError("the split has no questions", source=dataset, field="split", value=split)
+    return examples
 
 
 def _probe_write(folder: Path) -> None:

@@ -1,4 +1,5 @@
-"""NS-VQA with the perception scene source: pixels -> shipped perception model -> Reasoner."""
+"""The Pipeline as the NS-VQA evaluator model from pixels: dataset examples -> shipped perception model ->
+Reasoner, with the example's camera chosen by the camera source."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 
-from clevr_poc.baselines.ns_vqa import NSVQA, PerceptionSource  # noqa: E402
 from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.evaluation import evaluate  # noqa: E402
+from clevr_poc.perception import Perception  # noqa: E402
+from clevr_poc.pipeline import Pipeline  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "perception" / "dataset"
@@ -23,11 +25,11 @@ MODEL = ROOT / "models" / "perception"
 def test_ns_vqa_from_pixels_answers_the_fixture_questions():
     examples = list(load_dataset(FIXTURE, "test"))
     assert len(examples) == 2
-    model = NSVQA(scene=PerceptionSource(MODEL))
+    model = Pipeline(Perception.from_pretrained(MODEL))
     report = evaluate(model, examples, progress=False)
     # the perceived scenes of both fixture images are right, so both answers equal the gold ones
     assert report.summary() == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 2}
-    assert model.scene_of(examples[0]).objects  # a Scene, not a failed prediction
+    assert model.scene_of(examples[0]).objects  # a Scene, not None
 
 
 def test_a_scene_without_camera_gets_the_official_camera_unless_from_scene_is_asked(tmp_path):
@@ -42,11 +44,11 @@ def test_a_scene_without_camera_gets_the_official_camera_unless_from_scene_is_as
             calls.append(camera)
             return stripped
 
-    prediction = NSVQA(scene=PerceptionSource(Recorder())).predict_detailed(broken)
+    prediction = Pipeline(Recorder()).predict_detailed(broken)
     assert calls == ["official"] and prediction.error is None       # the release's images: official camera
-    NSVQA(scene=PerceptionSource(Recorder())).predict_detailed(example)
+    Pipeline(Recorder()).predict_detailed(example)
     assert calls[-1].width == 320 and calls[-1].height == 240         # a rendered scene: its own camera
-    NSVQA(scene=PerceptionSource(Recorder(), camera_source="ours")).predict_detailed(example)
+    Pipeline(Recorder(), camera_source="ours").predict_detailed(example)
     assert calls[-1] == "ours"
-    prediction = NSVQA(scene=PerceptionSource(Recorder(), camera_source="from-scene")).predict_detailed(broken)
+    prediction = Pipeline(Recorder(), camera_source="from-scene").predict_detailed(broken)
     assert prediction.values is None and "has no camera" in prediction.error and len(calls) == 3

@@ -1,4 +1,5 @@
-"""NS-VQA wrapper: gold sources reproduce the labels; parser/perception failures are counted parse failures."""
+"""The Pipeline as the NS-VQA evaluator model: gold sources reproduce the labels; parser/perception failures
+are counted parse failures (with the reason); a batch is parsed once; LLM backend errors stop the run."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from clevr_poc.baselines import NSVQA
 from clevr_poc.environments import Environment
-from clevr_poc.errors import FormatError
+from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.evaluation import evaluate
+from clevr_poc.pipeline import Pipeline, PipelineError, QuestionParseError
 from clevr_poc.question import Question
 from clevr_poc.scene import Scene
 
@@ -37,7 +38,7 @@ def appendix_a_example(image_path: str = "CLEVR_test_000000.png") -> Example:
 
 
 def test_gold_scene_gold_query_answers_the_appendix_example():
-    model = NSVQA()
+    model = Pipeline.gold()
     prediction = model.predict_detailed(appendix_a_example())
     assert prediction.values == frozenset({"small", "medium"}) and prediction.error is None
     assert prediction.raw == APPENDIX_A_QUERY
@@ -49,22 +50,22 @@ def test_gold_scene_gold_query_answers_the_appendix_example():
 def test_parser_outputs():
     example = appendix_a_example()
     # a query with the paper's unknown/1 head and a wrong attribute: parsed, but a wrong answer set
-    wrong = NSVQA(query=lambda text: "unknown(Q) :- hasProperty(X,material,Q), hasProperty(X,color,red).")
+    wrong = Pipeline.gold(lambda text: "unknown(Q) :- hasProperty(X,material,Q), hasProperty(X,color,red).")
     assert wrong.predict(example) == frozenset({"rubber", "metal"})
     # a program that would run Python inside clingo: rejected, counted as a parse failure
-    unsafe = NSVQA(query=lambda text: '#script (python) import os #end. missing(Q) :- hasProperty(X,size,Q).')
+    unsafe = Pipeline.gold(lambda text: '#script (python) import os #end. missing(Q) :- hasProperty(X,size,Q).')
     prediction = unsafe.predict_detailed(example)
     assert prediction.values is None and prediction.error.startswith("unsafe or invalid ASP query")
     assert "#script" in prediction.error
-    syntax = NSVQA(query=lambda text: "missing(Q) :- hasProperty(X,size,Q")
+    syntax = Pipeline.gold(lambda text: "missing(Q) :- hasProperty(X,size,Q")
     assert syntax.predict(example) is None
-    nothing = NSVQA(query=lambda text: None)
-    assert nothing.predict_detailed(example).error == "question parser produced no ASP query"
+    nothing = Pipeline.gold(lambda text: None)
+    assert nothing.predict_detailed(example).error == "question parser failed: the parser returned no text"
 
     def failing(text):
         raise FormatError("vocabulary miss", field="token", value="blorp")
 
-    assert NSVQA(query=failing).predict_detailed(example).error == \
+    assert Pipeline.gold(failing).predict_detailed(example).error == \
         "question parser failed: field token: vocabulary miss (got 'blorp')"
     report = evaluate(unsafe, [example], progress=False)
     assert report.parse_failures == 1 and report.exact_accuracy == 0.0
@@ -75,32 +76,32 @@ def test_perception_outputs():
     example = appendix_a_example(image_path="images/CLEVR_test_000000.png")
     seen = []
 
-    def perceive(path):
-        seen.append(path)
+    def perceive(image, camera, environment=None):
+        seen.append(image)
         return appendix_a_complete_scene().without_object(4)
 
-    assert NSVQA(scene=perceive).predict(example) == frozenset({"small", "medium"})
+    assert Pipeline(perceive).predict(example) == frozenset({"small", "medium"})
     assert seen == ["images/CLEVR_test_000000.png"]
     # a perception that sees the hidden object too (nothing hidden): only the visible red sphere's size
-    assert NSVQA(scene=lambda path: appendix_a_complete_scene()).predict(example) == frozenset({"small"})
+    assert Pipeline(lambda *seen: appendix_a_complete_scene()).predict(example) == frozenset({"small"})
     # more objects than the environment declares
     big = appendix_a_complete_scene()
     six = Scene(big.objects + (big.objects[0],), {})
-    assert NSVQA(scene=lambda path: six).predict_detailed(example).error.startswith("scene does not fit")
-    assert NSVQA(scene=lambda path: None).predict_detailed(example).error == "perception produced no scene"
+    assert Pipeline(lambda *seen: six).predict_detailed(example).error.startswith("scene does not fit")
+    assert Pipeline(lambda *seen: None).predict_detailed(example).error == "perception produced no scene"
 
 
 def test_unsatisfiable_program_is_an_empty_prediction_not_a_failure():
     query = "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,shape,cone), hasProperty(X,size,small)."
-    prediction = NSVQA(query=lambda text: query).predict_detailed(appendix_a_example())
+    prediction = Pipeline.gold(lambda text: query).predict_detailed(appendix_a_example())
     assert prediction.values == frozenset() and prediction.error is None
 
 
 def test_bad_sources():
-    with pytest.raises(ValueError, match="scene source"):
-        NSVQA(scene="detectron")
-    with pytest.raises(ValueError, match="query source"):
-        NSVQA(query=42)
+    with pytest.raises(PipelineError, match="perception must be callable"):
+        Pipeline("detectron")
+    with pytest.raises(PipelineError, match="parser must have"):
+        Pipeline.gold(42)
 
 
 def test_gold_ns_vqa_scores_exactly_one_on_a_generated_split(tmp_path):
@@ -114,10 +115,55 @@ def test_gold_ns_vqa_scores_exactly_one_on_a_generated_split(tmp_path):
                      progress=False)
     examples = list(load_dataset(out, "test"))
     assert len(examples) == 4
-    report = evaluate(NSVQA(), examples, progress=False, split="test")
+    report = evaluate(Pipeline.gold(), examples, progress=False, split="test")
     assert (report.exact_accuracy, report.jaccard, report.parse_failures, report.n) == (1.0, 1.0, 0, 4)
     assert "unknown" not in report.breakdown("family") and "unknown" not in report.breakdown("template")
     assert set(report.breakdown("environment")) == {"0", "1"}
     # the exported predictions score the same in scoring-only mode
     again = score_predictions(examples, report.predictions())
     assert (again.exact_accuracy, again.jaccard) == (1.0, 1.0)
+
+
+class CountingParser:
+    """Answers from a table; counts parse_batch calls (BiLSTMParser's interface)."""
+
+    def __init__(self, table):
+        self.table, self.batches = table, []
+
+    def parse_batch(self, texts):
+        self.batches.append(list(texts))
+        return [self.table[t] for t in texts]
+
+
+def test_a_parser_parses_a_batch_once_and_keeps_failures():
+    example = appendix_a_example()
+    table = {example.question.text: example.question.asp_query}
+    parser = CountingParser(table)
+    model = Pipeline.gold(parser, parser_name="table")
+    assert model.name == "NS-VQA (gold scene, table)"
+    report = evaluate(model, [example, example, example], progress=False, batch_size=3)
+    assert parser.batches == [[example.question.text] * 3]  # one batched parse for three questions
+    assert (report.exact_accuracy, report.parse_failures) == (1.0, 0)
+
+    empty = Pipeline.gold(CountingParser({example.question.text: ""}))
+    (failure,) = empty.parse_many([example.question.text])
+    assert isinstance(failure, QuestionParseError) and str(failure) == "the parser returned no text"
+    prediction = empty.predict_batch([example])[0]
+    assert prediction.values is None and prediction.error == "question parser failed: the parser returned no text"
+
+
+def test_llm_backend_errors_stop_the_run_instead_of_scoring_zeros():
+    from clevr_poc.llm.base import LLMBackendError
+    from clevr_poc.parsing.llm_parser import LLMParser
+
+    class DownBackend:
+        name = "down"
+
+        def complete(self, messages, **kwargs):
+            raise LLMBackendError("connection refused", backend="down")
+
+    model = Pipeline.gold(LLMParser(DownBackend()))
+    with pytest.raises(LLMBackendError, match="connection refused"):
+        evaluate(model, [appendix_a_example()], progress=False)
+    with pytest.raises(ClevrPocError, match="connection refused"):
+        model.predict_detailed(appendix_a_example())
