@@ -1,6 +1,6 @@
 """Render the images of a generated dataset folder (``python -m clevr_poc render``).
 
-Layout (written by :mod:`clevr_poc.generation.dataset`; official CLEVR-POC release)::
+Layout (written by :mod:`clevr_poc.generation.dataset_writer`; official CLEVR-POC release)::
 
     DIR/incomplete/scenes/<split>/CLEVR_%06d.json  ->  DIR/incomplete/images/<split>/<image_filename>
     DIR/complete/scenes/<split>/CLEVR_%06d.json    ->  DIR/complete/images/<split>/<image_filename>
@@ -13,7 +13,7 @@ The seed of an image is derived from (``seed``, split, ``image_filename``) by :f
 complete and the partial image of an example share camera and lights (they differ only by the hidden
 object), and the result does not depend on the worker count or the order of rendering. ``seed`` defaults
 to the dataset's seed (``DIR/dataset.json``, written by ``generate``; 0 without one): the generator
-checks every layout from the camera of that very seed (:mod:`clevr_poc.generation.dataset`).
+checks every layout from the camera of that very seed (:mod:`clevr_poc.generation.dataset_writer`).
 
 Interruptions: Ctrl-C removes the temp file of the image being rendered; a hard kill (SIGKILL, power
 loss) can leave one behind (``.<image>.<pid>.tmp`` beside the images, or ``.<scene>.json.<random>.tmp``
