@@ -226,7 +226,11 @@ class Pipeline:
         return self.parse_batch([question])[0]
 
     def parse_batch(self, questions: Sequence[Any]) -> list[str]:
-        """:meth:`parse` of several questions (one batched call for the BiLSTM parser)."""
+        """:meth:`parse` of several questions, in one :meth:`parse_many` call (one batched BiLSTM decode).
+
+        Raises:
+            as :meth:`parse`; QuestionParseError names the first question without a query.
+        """
         if self.parser is None:
             queries = []
             for i, q in enumerate(questions):
