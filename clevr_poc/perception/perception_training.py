@@ -261,6 +261,68 @@ def _optimizer_to(optimizer: torch.optim.Optimizer, device: Any) -> None:
                 per_param[key] = value.to(device)
 
 
+@dataclass
+class _TrainingLoop:
+    """The bookkeeping both parts' training loops share: one part's module and optimiser, the step it is at,
+    the step this run stops at (``last``), the progress bar, the wall time (seconds) and the losses since
+    the last checkpoint.
+
+    The loop draws no random numbers, so a resumed run stays exactly reproducible (each part seeds its
+    own draws from ``(seed, step)``).
+    """
+
+    module: nn.Module
+    optimizer: torch.optim.Optimizer
+    step: int
+    last: int
+    bar: Any
+    seconds0: float
+    start: float = field(default_factory=time.perf_counter)
+    running: list[float] = field(default_factory=list)
+
+    @classmethod
+    def begin(cls, module: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], *, total: int,
+              stop_after: int | None, desc: str, progress: bool, device: Any) -> "_TrainingLoop":
+        """Put ``module`` and ``optimizer`` on ``device`` in training mode and start at ``state["step"]``
+        (a state of :func:`_resume`); ``stop_after`` steps at most now, ``total`` in all."""
+        from tqdm import tqdm
+
+        module.to(device).train()
+        _optimizer_to(optimizer, device)
+        step = state["step"]
+        bar = tqdm(total=total, initial=step, desc=desc, disable=not progress, unit="step")
+        last = total if stop_after is None else min(total, step + stop_after)
+        return cls(module, optimizer, step, last, bar, state["seconds"])
+
+    def optimise(self, loss: torch.Tensor, lr: float) -> None:
+        """One AdamW step on ``loss`` at learning rate ``lr`` (gradient norm clipped to 10), then count it."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.module.parameters(), 10.0)
+        self.optimizer.step()
+        self.step += 1
+        self.running.append(float(loss.detach()))
+        self.bar.update(1)
+        self.bar.set_postfix(loss=f"{np.mean(self.running[-20:]):.3f}")
+
+    def checkpoint_due(self, every: int) -> bool:
+        """Whether a checkpoint is written now: every ``every`` steps and at the run's last step."""
+        return self.step % every == 0 or self.step == self.last
+
+    def checkpoint(self, previous: dict[str, Any], train: TrainConfig, model_config: ModelConfig,
+                   **extra: Any) -> dict[str, Any]:
+        """The training state now (weights on the CPU, the mean loss since the last checkpoint appended to
+        ``previous["losses"]``, ``extra`` entries last); starts a fresh loss window."""
+        state = {"step": self.step, "model": _cpu(self.module.state_dict()), "optimizer": self.optimizer.state_dict(),
+                 "losses": previous["losses"] + [float(np.mean(self.running))],
+                 "seconds": self.seconds0 + time.perf_counter() - self.start,
+                 "train_config": train.to_json(), "model_config": model_config.to_json(), **extra}
+        self.running = []
+        return state
+
+
 # ---------------------------------------------------------------------- detector
 def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Generator, device: Any = "cpu",
                     train: TrainConfig | None = None) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
@@ -287,48 +349,27 @@ def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_conf
     ``stop_after``: train at most this many steps now (a checkpoint is written; run again to go on).
     ``device``: a torch device (:func:`clevr_poc.perception.devices.resolve_device`).
     """
-    from tqdm import tqdm
-
     path = out / "detector.pt"
     torch.manual_seed(train.seed)
     detector = build_detector(model_config)
     optimizer = torch.optim.AdamW(detector.parameters(), lr=train.detector_lr, weight_decay=train.weight_decay)
     state = _resume(path, detector, optimizer, train, model_config, part="detector", total=train.detector_steps,
                     log=log)
-    detector.to(device).train()
-    _optimizer_to(optimizer, device)
-    step = state["step"]
-    bar = tqdm(total=train.detector_steps, initial=step, desc="detector", disable=not progress, unit="step")
-    start = time.perf_counter()
-    seconds0 = state["seconds"]
-    running: list[float] = []
-    last = train.detector_steps if stop_after is None else min(train.detector_steps, step + stop_after)
-    while step < last:
+    loop = _TrainingLoop.begin(detector, optimizer, state, total=train.detector_steps, stop_after=stop_after,
+                               desc="detector", progress=progress, device=device)
+    while loop.step < loop.last:
+        step = loop.step
         torch.manual_seed(train.seed * 1_000_003 + step)   # proposal sampling: the same after a resume
         generator = torch.Generator().manual_seed(train.seed * 7919 + step)
         images, targets = _detector_batch(data, _batch_indices(step, train.detector_batch, len(data.records),
                                                                train.seed), generator, device, train)
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, train.detector_steps, train.detector_lr, train.warmup_steps)
-        losses = detector(images, targets)
-        loss = sum(losses.values())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(detector.parameters(), 10.0)
-        optimizer.step()
-        step += 1
-        running.append(float(loss.detach()))
-        bar.update(1)
-        bar.set_postfix(loss=f"{np.mean(running[-20:]):.3f}")
-        if step % train.checkpoint_every == 0 or step == last:
-            state = {"step": step, "model": _cpu(detector.state_dict()), "optimizer": optimizer.state_dict(),
-                     "losses": state["losses"] + [float(np.mean(running))],
-                     "seconds": seconds0 + time.perf_counter() - start,
-                     "train_config": train.to_json(), "model_config": model_config.to_json(),
-                     "images": len(data.records)}
-            running = []
+        lr = learning_rate(step, train.detector_steps, train.detector_lr, train.warmup_steps)
+        loss = sum(detector(images, targets).values())
+        loop.optimise(loss, lr)
+        if loop.checkpoint_due(train.checkpoint_every):
+            state = loop.checkpoint(state, train, model_config, images=len(data.records))
             atomic_torch_save(state, path)
-    bar.close()
+    loop.bar.close()
     return state
 
 
@@ -418,8 +459,6 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
     At the end, ``position_sigma`` (world units) is the RMS error per axis of the predicted centres on
     the training objects (boxes jittered as in training), used for region probabilities.
     """
-    from tqdm import tqdm
-
     path = out / "attributes.pt"
     torch.manual_seed(train.seed + 1)
     net = AttributeNet(model_config)
@@ -428,15 +467,10 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
                     log=log)
     index = _object_index(data)
     n = len(index.image)
-    net.to(device).train()
-    _optimizer_to(optimizer, device)
-    step = state["step"]
-    bar = tqdm(total=train.attribute_steps, initial=step, desc="attributes", disable=not progress, unit="step")
-    start = time.perf_counter()
-    seconds0 = state["seconds"]
-    running: list[float] = []
-    last = train.attribute_steps if stop_after is None else min(train.attribute_steps, step + stop_after)
-    while step < last:
+    loop = _TrainingLoop.begin(net, optimizer, state, total=train.attribute_steps, stop_after=stop_after,
+                               desc="attributes", progress=progress, device=device)
+    while loop.step < loop.last:
+        step = loop.step
         torch.manual_seed(train.seed * 1_000_003 + step)   # dropout: the same after a resume
         rng = np.random.default_rng([train.seed, step])
         chosen = np.asarray(_batch_indices(step, train.attribute_batch, n, train.seed + 1))
@@ -446,30 +480,15 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
             u = rng.uniform(size=(len(np.unique(index.image[chosen])), 2))
             draws = np.array([_photometric_draw(train, (a, b)) for a, b in u])
         batch = attribute_batch(data, index.image[chosen], boxes, index.centres[chosen], model_config, device, draws)
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, train.attribute_steps, train.attribute_lr, train.warmup_steps)
+        lr = learning_rate(step, train.attribute_steps, train.attribute_lr, train.warmup_steps)
         outputs = net(batch["crops"], batch["contexts"], batch["geometry"])
-        loss = attribute_loss(outputs, torch.from_numpy(index.labels[chosen]).to(device), batch["offset"])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(net.parameters(), 10.0)
-        optimizer.step()
-        step += 1
-        running.append(float(loss.detach()))
-        bar.update(1)
-        bar.set_postfix(loss=f"{np.mean(running[-20:]):.3f}")
-        done = step == train.attribute_steps
-        if step % train.checkpoint_every == 0 or step == last:
-            state = {"step": step, "model": _cpu(net.state_dict()), "optimizer": optimizer.state_dict(),
-                     "losses": state["losses"] + [float(np.mean(running))],
-                     "seconds": seconds0 + time.perf_counter() - start,
-                     "train_config": train.to_json(), "model_config": model_config.to_json(),
-                     "objects": n, "position_sigma": state.get("position_sigma")}
-            running = []
-            if done:
+        loop.optimise(attribute_loss(outputs, torch.from_numpy(index.labels[chosen]).to(device), batch["offset"]), lr)
+        if loop.checkpoint_due(train.checkpoint_every):
+            state = loop.checkpoint(state, train, model_config, objects=n, position_sigma=state.get("position_sigma"))
+            if loop.step == train.attribute_steps:
                 state["position_sigma"] = _position_sigma(net, data, index, train, model_config, device)
             atomic_torch_save(state, path)
-    bar.close()
+    loop.bar.close()
     return state
 
 
