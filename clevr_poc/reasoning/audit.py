@@ -11,12 +11,12 @@ every ``clingo.ast.parse_string`` call, and any ``Control.add`` past the builder
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 import clingo
 import clingo.ast as clingo_ast
 
-from clevr_poc.asp_lexer import lex
+from clevr_poc.asp_lexer import Token, lex
 from clevr_poc.knowledge import read_asp
 from clevr_poc.queries.sanitizer import QUERY_PREDICATES
 from clevr_poc.solver.programs import KNOWLEDGE_PREFIX, observing
@@ -30,16 +30,9 @@ _ENVIRONMENT_DIRECTIVES = frozenset({"#show", "#count", "#false"})
 def query_violation(text: str) -> str | None:
     """What puts ``text`` outside the query language (one rule ``missing(V) :- body.`` of positive
     whitelisted atoms and ``!=``), or None when it is inside."""
-    if not text.isascii():
-        return "non-ASCII text"
-    lexed = lex(text)
-    if lexed.comments:
-        return "a comment"
-    for token in lexed.tokens:
-        if token.kind not in ("identifier", "variable", "number", "punct"):
-            return f"{token.kind} token {token.text!r}"
-        if token.kind == "punct" and token.text not in _QUERY_PUNCT:
-            return f"token {token.text!r}"
+    lexical = _lexical_violation(text, _query_token_violation)
+    if lexical is not None:
+        return lexical
     statements: list = []
     try:
         clingo_ast.parse_string(text, statements.append, logger=lambda code, message: None)
@@ -84,16 +77,40 @@ def environment_code_violation(text: str) -> str | None:
     """What makes ``text`` (environment code handed to clingo's parser) unsafe: a comment, a string,
     a ``#script`` block, a directive other than ``#show``/``#count``/``#false``, a lexer error, non-ASCII text;
     or None."""
+    return _lexical_violation(text, _environment_token_violation)
+
+
+def _lexical_violation(text: str, token_violation: Callable[[Token], str | None]) -> str | None:
+    """The first lexical problem of ``text``: non-ASCII text, a comment, or the first token for which
+    ``token_violation`` names a problem (that problem); None when there is none."""
     if not text.isascii():
         return "non-ASCII text"
     lexed = lex(text)
     if lexed.comments:
         return "a comment"
     for token in lexed.tokens:
-        if token.kind in ("error", "string", "script"):
-            return f"{token.kind} token {token.text[:30]!r}"
-        if token.kind == "directive" and token.text not in _ENVIRONMENT_DIRECTIVES:
-            return f"directive {token.text}"
+        violation = token_violation(token)
+        if violation is not None:
+            return violation
+    return None
+
+
+def _query_token_violation(token: Token) -> str | None:
+    """A query may hold identifiers, variables, numbers and the punctuation of :data:`_QUERY_PUNCT` only."""
+    if token.kind not in ("identifier", "variable", "number", "punct"):
+        return f"{token.kind} token {token.text!r}"
+    if token.kind == "punct" and token.text not in _QUERY_PUNCT:
+        return f"token {token.text!r}"
+    return None
+
+
+def _environment_token_violation(token: Token) -> str | None:
+    """Environment code may hold no lexer error, string or script, and only the directives of
+    :data:`_ENVIRONMENT_DIRECTIVES`."""
+    if token.kind in ("error", "string", "script"):
+        return f"{token.kind} token {token.text[:30]!r}"
+    if token.kind == "directive" and token.text not in _ENVIRONMENT_DIRECTIVES:
+        return f"directive {token.text}"
     return None
 
 
