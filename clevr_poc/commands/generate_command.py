@@ -180,11 +180,7 @@ def run(args: argparse.Namespace) -> int:
                                            if summary.generated else None),
     }
     if rendered is not None:
-        report["render"] = {
-            "images": rendered.images, "rendered": rendered.rendered, "skipped": rendered.skipped,
-            "seconds": round(rendered.seconds, 2),
-            "seconds_per_image": None if rendered.seconds_per_image is None else round(rendered.seconds_per_image, 3),
-            "invisible": [{"scene": s, "objects": [list(o) for o in objs]} for s, objs in rendered.invisible]}
+        report["render"] = rendered.report()
     if args.json:
         print(json.dumps(report))
     else:

@@ -108,12 +108,8 @@ def run(args: argparse.Namespace) -> int:
         raise
     except OSError as exc:
         raise ClevrPocError(f"cannot render the dataset: {exc}") from None
-    report = {"images": summary.images, "rendered": summary.rendered, "skipped": summary.skipped,
-              "seconds": round(summary.seconds, 2),
-              "seconds_per_image": None if summary.seconds_per_image is None else round(summary.seconds_per_image, 3),
-              "stale_temp_files_removed": summary.stale_temp_files,
-              "scenes_with_invisible_objects": len(summary.invisible),
-              "invisible": [{"scene": s, "objects": [list(o) for o in objs]} for s, objs in summary.invisible]}
+    report = summary.report(stale_temp_files_removed=summary.stale_temp_files,
+                            scenes_with_invisible_objects=len(summary.invisible))
     if args.json:
         print(json.dumps(report))
     else:

@@ -94,6 +94,17 @@ class RenderSummary:
     invisible: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...] = field(default=())
     stale_temp_files: int = 0
 
+    def report(self, **more: Any) -> dict[str, Any]:
+        """The summary as a JSON object (``render --json`` and the ``render`` entry of ``generate --json``):
+        the counts, ``seconds`` (rounded to 0.01) and ``seconds_per_image`` (to 0.001, or None), then the
+        entries of ``more``, then ``invisible`` as ``[{"scene": path, "objects": [[object, pixels, reason],
+        ...]}, ...]``."""
+        return {"images": self.images, "rendered": self.rendered, "skipped": self.skipped,
+                "seconds": round(self.seconds, 2),
+                "seconds_per_image": None if self.seconds_per_image is None else round(self.seconds_per_image, 3),
+                **more,
+                "invisible": [{"scene": s, "objects": [list(o) for o in objs]} for s, objs in self.invisible]}
+
 
 def image_seed(seed: int, split: str, image_filename: str) -> int:
     """32-bit seed of one image from the dataset seed, the split and the image file name (the base name,
