@@ -455,63 +455,62 @@ def test_hand_written_official_layout_file(tmp_path):
     ]
 
 
-def write(tmp_path: Path, text: str) -> Path:
+def rejected_environment_file(tmp_path: Path, text: str, match: str | None = None) -> tuple[Path, FormatError]:
+    """Write ``text`` as ``tmp_path/environment_1.lp``, assert :meth:`Environment.from_lp` refuses it with a
+    :class:`FormatError` (matching ``match`` when given); the file and the error."""
     path = tmp_path / "environment_1.lp"
     path.write_text(text, encoding="utf-8")
-    return path
+    with pytest.raises(FormatError, match=match) as info:
+        Environment.from_lp(path)
+    return path, info.value
 
 
 def test_script_block_is_rejected_and_never_run(tmp_path):
     target = tmp_path / "pwned.txt"
-    path = write(tmp_path, "object(0..4).\n:- object(X), at(X, 0), hasProperty(X, color, red).\n"
-                           f"#script (python)\nimport pathlib\npathlib.Path({str(target)!r}).write_text('x')\n"
-                           "def main(prg):\n    pathlib.Path({str(target)!r}).write_text('x')\n#end.\n")
-    with pytest.raises(FormatError, match="only the background theory") as info:
-        Environment.from_lp(path)
-    assert info.value.field == "line 3"
-    assert str(path) in str(info.value) and "line 3" in str(info.value)
+    path, error = rejected_environment_file(
+        tmp_path, "object(0..4).\n:- object(X), at(X, 0), hasProperty(X, color, red).\n"
+                  f"#script (python)\nimport pathlib\npathlib.Path({str(target)!r}).write_text('x')\n"
+                  "def main(prg):\n    pathlib.Path({str(target)!r}).write_text('x')\n#end.\n",
+        match="only the background theory")
+    assert error.field == "line 3"
+    assert str(path) in str(error) and "line 3" in str(error)
     assert not target.exists()
 
 
 def test_include_is_rejected_before_the_included_file_is_read(tmp_path):
     # the included file holds a valid constraint: including it silently would change the environment
     (tmp_path / "extra.lp").write_text(":- object(X), at(X, 0), hasProperty(X, color, red).\n", encoding="utf-8")
-    path = write(tmp_path, f'object(0..4).\n% #include "ignored, a comment".\n#include "{tmp_path / "extra.lp"}".\n')
-    with pytest.raises(FormatError, match="#include") as info:
-        Environment.from_lp(path)
-    assert info.value.field == "line 3" and str(path) in str(info.value)
+    path, error = rejected_environment_file(
+        tmp_path, f'object(0..4).\n% #include "ignored, a comment".\n#include "{tmp_path / "extra.lp"}".\n',
+        match="#include")
+    assert error.field == "line 3" and str(path) in str(error)
 
 
 def test_unknown_rule_is_rejected_naming_the_line(tmp_path):
-    path = write(tmp_path, "object(0..4).\n\n"
-                           ":- object(X), at(X, 0), hasProperty(X, color, red), hasProperty(X, size, small).\n")
-    with pytest.raises(FormatError, match="not an instance of any of the 11 constraint templates") as info:
-        Environment.from_lp(path)
-    assert info.value.field == "line 3" and str(path) in str(info.value)
-    assert "hasProperty(X, size, small)" in str(info.value)  # quotes the file's own text
+    path, error = rejected_environment_file(
+        tmp_path, "object(0..4).\n\n:- object(X), at(X, 0), hasProperty(X, color, red), hasProperty(X, size, small).\n",
+        match="not an instance of any of the 11 constraint templates")
+    assert error.field == "line 3" and str(path) in str(error)
+    assert "hasProperty(X, size, small)" in str(error)  # quotes the file's own text
 
 
 def test_changed_background_rule_is_rejected(tmp_path):
-    path = write(tmp_path, "object(0..4).\n"
-                           "exceed_region_capacity(R) :- #count{X: object(X), at(X, R)} >= 5, region(R).\n")
-    with pytest.raises(FormatError) as info:
-        Environment.from_lp(path)
-    assert info.value.field == "line 2"
+    _, error = rejected_environment_file(
+        tmp_path, "object(0..4).\nexceed_region_capacity(R) :- #count{X: object(X), at(X, R)} >= 5, region(R).\n")
+    assert error.field == "line 2"
 
 
 def test_missing_object_declaration_is_rejected(tmp_path):
-    path = write(tmp_path, ":- object(X), at(X, 0), hasProperty(X, color, red).\n")
-    with pytest.raises(FormatError, match=r"no object\(0..N-1\) declaration") as info:
-        Environment.from_lp(path)
-    assert info.value.field == "object/1" and str(path) in str(info.value)
+    path, error = rejected_environment_file(tmp_path, ":- object(X), at(X, 0), hasProperty(X, color, red).\n",
+                                            match=r"no object\(0..N-1\) declaration")
+    assert error.field == "object/1" and str(path) in str(error)
 
 
 def test_syntax_error_is_rejected_naming_the_line(tmp_path):
-    path = write(tmp_path, "object(0..4).\n:- object(X), at(X, 0), hasProperty(X, color, red).\n"
-                           ":- object(X) at(X, 1).\n")
-    with pytest.raises(FormatError, match="not a valid ASP program") as info:
-        Environment.from_lp(path)
-    assert info.value.field == "line 3" and str(path) in str(info.value)
+    path, error = rejected_environment_file(
+        tmp_path, "object(0..4).\n:- object(X), at(X, 0), hasProperty(X, color, red).\n:- object(X) at(X, 1).\n",
+        match="not a valid ASP program")
+    assert error.field == "line 3" and str(path) in str(error)
 
 
 def test_missing_and_binary_files_are_format_errors(tmp_path):
