@@ -25,7 +25,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import sys
@@ -35,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from clevr_poc.environments import Constraint as C
 from clevr_poc.environments import Environment
 from clevr_poc.environments.sampler import sample_environments
 from clevr_poc.executors import map_ordered
@@ -43,6 +41,9 @@ from clevr_poc.generation.layout import PlacementError, place_objects
 from clevr_poc.generation.object_types import FIELD_VALUE, type_id
 from clevr_poc.generation.scene_sampler import SceneSampler
 from clevr_poc.generation.scene_programs import enumerate_scenes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from uniformity_reference import chi_square_p_value, small_environment  # noqa: E402  (tests/uniformity_reference.py)
 
 _SAMPLERS: dict = {}
 
@@ -74,28 +75,6 @@ def _marginals(rows) -> tuple[list, list]:
     rows = np.asarray(rows)
     occupancy = [tuple(np.bincount(FIELD_VALUE["region"][r], minlength=4)) for r in rows]
     return occupancy, rows.ravel().tolist()
-
-
-def _chi_square_p(observed: list[int], expected: float) -> float:
-    dof = len(observed) - 1
-    stat = sum((o - expected) ** 2 / expected for o in observed)
-    z = ((stat / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-def small_environment() -> Environment:
-    """The enumerable environment of ``tests/test_scenes.py`` (N=4, 1824 complete scenes)."""
-    return Environment((
-        C("generic", {"p1": "material", "v1": "metal"}),
-        C("value_restriction", {"r": 0, "p1": "color", "v1": "red", "p2": "shape", "v2": "cube"}),
-        C("value_restriction", {"r": 1, "p1": "color", "v1": "blue", "p2": "size", "v2": "small"}),
-        C("value_restriction", {"r": 2, "p1": "shape", "v1": "sphere", "p2": "size", "v2": "large"}),
-        C("negation_same_property", {"r": 2, "p1": "color", "v1": "gray", "v2": "brown"}),
-        C("value_restriction", {"r": 3, "p1": "color", "v1": "green", "p2": "shape", "v2": "cone"}),
-        C("exactly_n", {"r": 2, "p1": "color", "v1": "red", "n": 1}),
-        C("at_most_pairs", {"r1": 0, "r2": 3, "p1": "size", "n": 1}),
-        C("at_least_pairs", {"r1": 0, "r2": 2, "p1": "size", "n": 1}),
-    ), 4, id=101)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     def report(name: str, counts: Counter, draws: int) -> None:
         tv = 0.5 * sum(abs(counts[k] / draws - 1 / M) for k in keys)
         outside = sum(v for k, v in counts.items() if k not in solutions)
-        p = _chi_square_p([counts[k] for k in keys], draws / M)
+        p = chi_square_p_value([counts[k] for k in keys], draws / M)
         print(f"  {name:44s} TV {tv:.3f}  chi-square p {p:.3g}  reached {sum(1 for k in keys if counts[k])}/{M}"
               f"{'  NOT SCENES: ' + str(outside) if outside else ''}")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 
@@ -20,25 +19,7 @@ from clevr_poc.generation.scene_programs import enumerate_scenes
 from clevr_poc.generation.object_types import type_id
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
-# Few object types (16 after the one-object constraints), so every complete scene can be enumerated.
-_SMALL_BASE = (
-    C("generic", {"p1": "material", "v1": "metal"}),
-    C("value_restriction", {"r": 0, "p1": "color", "v1": "red", "p2": "shape", "v2": "cube"}),
-    C("value_restriction", {"r": 1, "p1": "color", "v1": "blue", "p2": "size", "v2": "small"}),
-    C("value_restriction", {"r": 2, "p1": "shape", "v1": "sphere", "p2": "size", "v2": "large"}),
-    C("negation_same_property", {"r": 2, "p1": "color", "v1": "gray", "v2": "brown"}),
-    C("value_restriction", {"r": 3, "p1": "color", "v1": "green", "p2": "shape", "v2": "cone"}),
-)
-
-
-def small_environment() -> Environment:
-    """N=4; 1824 complete scenes (76 sets of 4 objects): an exactly-N, an at-most and an at-least
-    pair constraint on top of strong one-object constraints."""
-    return Environment(_SMALL_BASE + (
-        C("exactly_n", {"r": 2, "p1": "color", "v1": "red", "n": 1}),
-        C("at_most_pairs", {"r1": 0, "r2": 3, "p1": "size", "n": 1}),
-        C("at_least_pairs", {"r1": 0, "r2": 2, "p1": "size", "n": 1}),
-    ), 4, id=101)
+from uniformity_reference import chi_square_p_value, small_environment
 
 
 def counting_environment() -> Environment:
@@ -55,14 +36,6 @@ def counting_environment() -> Environment:
         C("at_most_pairs_with_value", {"r1": 1, "r2": 3, "p1": "shape", "p2": "size", "v2": "large", "n": 1}),
         C("generic", {"p1": "color", "v1": "yellow"}),
     ), 7, id=102)
-
-
-def _chi_square_p_value(observed: list[int], expected: float) -> float:
-    """Upper tail of the chi-square statistic against a uniform expectation (Wilson-Hilferty)."""
-    dof = len(observed) - 1
-    stat = sum((o - expected) ** 2 / expected for o in observed)
-    z = ((stat / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))
-    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def _scene_key(types) -> tuple[int, ...]:
@@ -95,7 +68,7 @@ def test_samples_are_close_to_uniform(small_solutions, method):
     # sampling noise alone gives TV about 0.057 here (3800 exact uniform draws); the first 200 models
     # of one clingo enumeration give 0.5 (next test)
     assert total_variation < 0.1, total_variation
-    assert _chi_square_p_value(observed, draws / len(small_solutions)) > 1e-4
+    assert chi_square_p_value(observed, draws / len(small_solutions)) > 1e-4
 
 
 def test_first_models_of_one_enumeration_are_not_uniform(small_solutions):
