@@ -18,6 +18,7 @@ from clevr_poc.generation.question_generator import QuestionGenerator
 from clevr_poc.generation.scene_sampler import SceneSampler
 from clevr_poc.generation.partial_scenes import choose_hidden, make_partial
 from clevr_poc.reasoning import Reasoner
+from clevr_poc.scene import Scene
 
 
 def random_query(rng: random.Random, num_objects: int) -> str:
@@ -43,6 +44,17 @@ def random_query(rng: random.Random, num_objects: int) -> str:
     return "missing(Q) :- " + ", ".join(literals) + "."
 
 
+def placed_scene_with_hidden_object(sampler: SceneSampler, rng: random.Random) -> tuple[Scene, int, Scene] | None:
+    """A complete scene of ``sampler`` laid out in 3D, the index of the object to hide and the partial
+    scene without it, all drawn from ``rng``; None when the layout fails (:class:`PlacementError`)."""
+    try:
+        complete = place_objects(sampler.sample(rng), rng).scene
+    except PlacementError:
+        return None
+    hidden = choose_hidden(complete, rng)
+    return complete, hidden, make_partial(complete, hidden)[0]
+
+
 def test_compiled_equals_direct_on_random_inputs():
     rng = random.Random(2024)
     environments = sample_environments(3, seed=11)
@@ -52,12 +64,10 @@ def test_compiled_equals_direct_on_random_inputs():
     for environment in environments:
         sampler = SceneSampler(environment)
         for _ in range(8):
-            try:
-                complete = place_objects(sampler.sample(rng), rng).scene
-            except PlacementError:
+            drawn = placed_scene_with_hidden_object(sampler, rng)
+            if drawn is None:
                 continue
-            hidden = choose_hidden(complete, rng)
-            partial, _ = make_partial(complete, hidden)
+            complete, hidden, partial = drawn
             queries = [random_query(rng, environment.num_objects) for _ in range(4)]
             question = generator.generate(environment, complete, hidden, rng)
             if question is not None:
@@ -120,15 +130,13 @@ def test_official_form_queries_answered_as_the_official_executor():
         sampler = SceneSampler(environment)
         for family in ("zero_hop", "one_hop", "same_relate", "two_hop", "single_and", "three_hop"):
             for _ in range(6):
-                try:
-                    complete = place_objects(sampler.sample(rng), rng).scene
-                except PlacementError:
+                drawn = placed_scene_with_hidden_object(sampler, rng)
+                if drawn is None:
                     continue
-                hidden = choose_hidden(complete, rng)
+                complete, hidden, partial = drawn
                 question = generator.generate(environment, complete, hidden, rng, family=family)
                 if question is None:
                     continue
-                partial, _ = make_partial(complete, hidden)
                 official = official_answer(environment, partial, question.asp_query)
                 assert official == question.answer, question.asp_query
                 assert compiled.answer(environment, partial, question.asp_query).values == official
