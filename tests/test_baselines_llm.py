@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -13,25 +12,15 @@ from clevr_poc.baselines.llm_standalone import (
     TASK_DESCRIPTION, LLMStandalone, build_messages, constraints_text, format_answer, parse_reply,
     scene_graph_json, worked_examples,
 )
-from clevr_poc.environments import Environment
+from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import BACKGROUND_DESCRIPTION
 from clevr_poc.evaluation import evaluate
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
-from clevr_poc.scene import Scene
 
 from conftest import APPENDIX_A_QUERY, appendix_a_complete_scene, appendix_a_environment
 
 APPENDIX_A_TEXT = "There is another red rubber object that is the same shape as the big purple object; what size is it?"
-
-
-@dataclass(frozen=True)
-class Example:
-    environment: Environment
-    partial_scene: Scene
-    question: Question
-    complete_scene: Scene | None = None
-    image_path: Any = None
 
 
 def appendix_a_example(text: str = APPENDIX_A_TEXT, name: str = "CLEVR_test_000000.png") -> Example:

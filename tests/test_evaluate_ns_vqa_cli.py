@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from clevr_poc.environments import Environment
 from clevr_poc.evaluation import evaluate
 from clevr_poc.parsing.llm_parser import load_fewshot_examples
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
-from clevr_poc.scene import Scene
 
 from conftest import appendix_a_complete_scene, appendix_a_environment
+from evaluate_cli_support import run_cli, write_official_example
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_PARSER = ROOT / "models" / "parser_bilstm"
@@ -24,48 +23,24 @@ SHIPPED_PARSER = ROOT / "models" / "parser_bilstm"
 FIRST_QUERY = "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,size,medium)."
 
 
-def write_dataset(root: Path, count: int = 6) -> list[Question]:
-    """``count`` real generator questions (the LLM parser's few-shot pairs: English + gold ASP) about the
-    Appendix-A partial scene, in the official layout; gold answers from the Reasoner."""
-    environment: Environment = appendix_a_environment()
-    partial = appendix_a_complete_scene().without_object(4)
-    (root / "environment_constraints").mkdir(parents=True)
-    environment.to_lp(root / "environment_constraints" / "0.lp")
-    reasoner, questions = Reasoner(), []
-    out = root / "output"
-    for index, shot in enumerate(load_fewshot_examples()[:count]):
-        name = f"CLEVR_{index:06d}"
-        question = Question(text=shot.question, asp_query=shot.asp,
-                            answer=reasoner.answer(environment, partial, shot.asp).values,
-                            image_filename=f"{name}.png", image_index=index, split="testing",
-                            template_filename=(shot.template or "zero_hop.json#0").split("#")[0],
-                            question_family_index=0, question_index=index, environment_id=0)
-        question.to_file(out / "incomplete" / "questions" / "testing" / f"{name}.json")
-        Scene(partial.objects, partial.relationships, "testing", index, f"{name}.png").to_file(
-            out / "incomplete" / "scenes" / "testing" / f"{name}.json")
-        questions.append(question)
-    return questions
-
-
 @pytest.fixture
 def dataset(tmp_path) -> tuple[Path, list[Question]]:
-    root = tmp_path / "data"
-    return root, write_dataset(root)
-
-
-def _run_cli(argv, capsys):
-    from clevr_poc.commands.main import main
-
-    status = main(argv)
-    captured = capsys.readouterr()
-    return status, captured.out.strip().splitlines(), captured.err.strip().splitlines()
+    """Six real generator questions (the LLM parser's first few-shot pairs: English + gold ASP) about the
+    Appendix-A partial scene, in the official layout under ``tmp_path / "data"``; gold answers from the
+    Reasoner."""
+    root, environment = tmp_path / "data", appendix_a_environment()
+    partial, reasoner = appendix_a_complete_scene().without_object(4), Reasoner()
+    return root, [write_official_example(root, index, environment, partial, shot.asp, text=shot.question,
+                                         template_filename=(shot.template or "zero_hop.json#0").split("#")[0],
+                                         question_family_index=0, environment_id=0, reasoner=reasoner)
+                  for index, shot in enumerate(load_fewshot_examples()[:6])]
 
 
 def test_ns_vqa_gold_sources_score_one_and_record_time(dataset, tmp_path, capsys):
     root, questions = dataset
     assert [q.text for q in questions][0] == "What color is the medium thing?"
-    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa",
-                                 "--out", str(tmp_path / "r"), "--no-plots"], capsys)
+    status, out, err = run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa",
+                                "--out", str(tmp_path / "r"), "--no-plots"], capsys)
     assert status == 0, err
     assert json.loads(out[-1]) == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 6}
     assert out[-2] == "parse failures: 0 of 6 (scored as wrong)"
@@ -84,7 +59,7 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
     with ChatCompletionsServer(lambda messages: f"### {FIRST_QUERY} ###") as server:
         argv = ["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa", "--query", "llm",
                 "--backend", f"openai:test@{server.base_url}", "--out", str(tmp_path / "r"), "--no-plots"]
-        status, out, err = _run_cli(argv, capsys)
+        status, out, err = run_cli(argv, capsys)
         assert status == 0, err
         assert len(server.requests) == 6  # one request per question: every reply is a valid query
     # semantic: FIRST_QUERY gives the gold program's answer set (Reasoner, gold partial scene)
@@ -107,7 +82,7 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
     # replies without a rule: each question asked twice (one repair round), then a counted parse failure
     with ChatCompletionsServer(lambda messages: "I think it is red.") as server:
         argv[argv.index("--backend") + 1] = f"openai:test@{server.base_url}"
-        status, out, err = _run_cli(argv + ["--limit", "2"], capsys)
+        status, out, err = run_cli(argv + ["--limit", "2"], capsys)
         assert status == 0, err
         assert len(server.requests) == 4
     assert out[-2] == "parse failures: 2 of 2 (scored as wrong)"
@@ -119,9 +94,9 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
     checkpoint = ["--checkpoint", str(tmp_path / "llm.jsonl")]
     with ChatCompletionsServer(lambda messages: f"### {FIRST_QUERY} ###") as server:
         argv[argv.index("--backend") + 1] = f"openai:test@{server.base_url}"
-        status, _, err = _run_cli(argv + checkpoint + ["--limit", "2"], capsys)
+        status, _, err = run_cli(argv + checkpoint + ["--limit", "2"], capsys)
         assert status == 0, err
-        status, out, err = _run_cli(argv + checkpoint + ["--limit", "3"], capsys)
+        status, out, err = run_cli(argv + checkpoint + ["--limit", "3"], capsys)
         assert status == 0, err
         assert len(server.requests) == 3
     assert out[1].startswith("time: ") and out[1].endswith("s per question (1 asked; 2 from the checkpoint)")
@@ -134,8 +109,8 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
                     reason="needs torch and the shipped models/parser_bilstm")
 def test_ns_vqa_bilstm_parser_parses_generator_questions(dataset, tmp_path, capsys):
     root, questions = dataset
-    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa",
-                                 "--query", "bilstm", "--out", str(tmp_path / "r"), "--no-plots"], capsys)
+    status, out, err = run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa",
+                                "--query", "bilstm", "--out", str(tmp_path / "r"), "--no-plots"], capsys)
     assert status == 0, err
     # the program accuracy line counts the parser's own outputs that equal the gold programs
     from clevr_poc.parsing.equivalence import programs_equal
@@ -155,14 +130,14 @@ def test_ns_vqa_bilstm_parser_parses_generator_questions(dataset, tmp_path, caps
 def test_ns_vqa_option_errors_are_one_line(dataset, tmp_path, capsys):
     root, _ = dataset
     base = ["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa"]
-    status, out, err = _run_cli(base + ["--backend", "local"], capsys)
+    status, out, err = run_cli(base + ["--backend", "local"], capsys)
     assert status == 1 and not out and len(err) == 1 and "--backend is used with --query llm" in err[0]
-    status, out, err = _run_cli(base + ["--query", "bilstm", "--parser-path", str(tmp_path / "none")], capsys)
+    status, out, err = run_cli(base + ["--query", "bilstm", "--parser-path", str(tmp_path / "none")], capsys)
     assert status == 1 and len(err) == 1 and "parser_bilstm checkpoint folder not found" in err[0]
     assert str(tmp_path / "none") in err[0]
-    status, out, err = _run_cli(base + ["--parser-path", str(tmp_path)], capsys)
+    status, out, err = run_cli(base + ["--parser-path", str(tmp_path)], capsys)
     assert status == 1 and len(err) == 1 and "--parser-path is used with --query bilstm only" in err[0]
-    status, out, err = _run_cli(base + ["--query", "bilstm", "--threads", "0"], capsys)
+    status, out, err = run_cli(base + ["--query", "bilstm", "--threads", "0"], capsys)
     assert status == 1 and len(err) == 1 and "--threads" in err[0] and "must be a positive integer" in err[0]
 
 
@@ -213,8 +188,8 @@ RELEASE = ROOT / "tests" / "fixtures" / "official_release_small" / "output"
 
 
 def test_evaluate_reads_a_release_in_the_official_layout(capsys):
-    status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
-                               "--scene", "gold"], capsys)
+    status, out, _ = run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                              "--scene", "gold"], capsys)
     assert status == 0 and json.loads(out[-1]) == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 6}
 
 
@@ -222,17 +197,17 @@ def test_evaluate_reads_a_release_in_the_official_layout(capsys):
                     reason="needs torch and the shipped perception model")
 def test_evaluate_from_pixels_on_a_release_without_cameras(capsys):
     """The release's scenes have no camera: perception uses the official camera (--camera auto)."""
-    status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
-                               "--scene", "perception", "--device", "cpu"], capsys)
+    status, out, _ = run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                              "--scene", "perception", "--device", "cpu"], capsys)
     summary = json.loads(out[-1])
     assert status == 0 and summary["n"] == 6 and summary["exact_accuracy"] >= 4 / 6   # 0.327 before varied training
-    status, out, _ = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
-                               "--scene", "perception", "--camera", "from-scene", "--limit", "1"], capsys)
+    status, out, _ = run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                              "--scene", "perception", "--camera", "from-scene", "--limit", "1"], capsys)
     # from-scene on a scene without a camera: the question fails (counted) rather than being guessed
     assert status == 0 and "parse failures: 1 of 1 (scored as wrong)" in out
 
 
 def test_camera_option_needs_the_perception_scene_source(capsys):
-    status, _, err = _run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
-                               "--camera", "official"], capsys)
+    status, _, err = run_cli(["evaluate", "--dataset", str(RELEASE), "--split", "testing", "--model", "ns-vqa",
+                              "--camera", "official"], capsys)
     assert status == 1 and len(err) == 1 and "--camera is used with --scene perception only" in err[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from clevr_poc import domain
-from clevr_poc.environments import Environment
+from clevr_poc.dataset_reader import Example
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation import (
     EvaluationReport, Prediction, breakdown_markdown, evaluate, exact_accuracy, exact_match, exact_match_scores,
@@ -23,17 +22,7 @@ from clevr_poc.question import Question
 from clevr_poc.scene import Scene
 
 from conftest import APPENDIX_A_QUERY, appendix_a_complete_scene, appendix_a_environment
-
-
-@dataclass(frozen=True)
-class Example:
-    """Minimal stand-in for clevr_poc.dataset_reader.Example (same attribute names)."""
-
-    environment: Environment
-    partial_scene: Scene
-    question: Question
-    complete_scene: Scene | None = None
-    image_path: Any = None
+from evaluate_cli_support import run_cli, write_official_example
 
 
 def make_example(index: int, attribute: str, answer: set[str], *, family: str = "zero_hop.json",
@@ -326,9 +315,11 @@ def test_score_predictions_and_its_errors():
 
 
 # ---------------------------------------------------------------------------- the evaluate command
-def write_official_dataset(root: Path) -> list[Question]:
+@pytest.fixture
+def official_dataset(tmp_path) -> tuple[Path, list[Question]]:
     """A 3-question split in the official release's layout (``output/``, ``testing``,
-    ``environment_constraints/<id>.lp``); gold answers computed by the Reasoner."""
+    ``environment_constraints/<id>.lp``) under ``tmp_path / "clevr-poc"``; gold answers computed by the
+    Reasoner."""
     from clevr_poc.baselines.llm_standalone import worked_examples
     from clevr_poc.reasoning import Reasoner
 
@@ -336,39 +327,11 @@ def write_official_dataset(root: Path) -> list[Question]:
     cases = [(appendix_a_environment(), complete.without_object(4), APPENDIX_A_QUERY, complete)]
     for shot in worked_examples():
         cases.append((shot.environment, shot.scene, shot.asp_query, None))
-    reasoner, questions = Reasoner(), []
-    (root / "environment_constraints").mkdir(parents=True)
-    out = root / "output"
-    for index, (environment, partial, query, full) in enumerate(cases):
-        environment.to_lp(root / "environment_constraints" / f"{index}.lp")
-        name = f"CLEVR_{index:06d}"
-        answer = reasoner.answer(environment, partial, query).values
-        question = Question(text=f"question {index}", asp_query=query, answer=answer,
-                            image_filename=f"{name}.png", image_index=index, split="testing",
-                            template_filename="one_hop.json", question_family_index=index,
-                            question_index=index, environment_id=index)
-        question.to_file(out / "incomplete" / "questions" / "testing" / f"{name}.json")
-        Scene(partial.objects, partial.relationships, "testing", index, f"{name}.png").to_file(
-            out / "incomplete" / "scenes" / "testing" / f"{name}.json")
-        if full is not None:
-            Scene(full.objects, full.relationships, "testing", index, f"{name}.png").to_file(
-                out / "complete" / "scenes" / "testing" / f"{name}.json")
-        questions.append(question)
-    return questions
-
-
-@pytest.fixture
-def official_dataset(tmp_path) -> tuple[Path, list[Question]]:
-    root = tmp_path / "clevr-poc"
-    return root, write_official_dataset(root)
-
-
-def _run_cli(argv, capsys):
-    from clevr_poc.commands.main import main
-
-    status = main(argv)
-    captured = capsys.readouterr()
-    return status, captured.out.strip().splitlines(), captured.err.strip().splitlines()
+    root, reasoner = tmp_path / "clevr-poc", Reasoner()
+    return root, [write_official_example(root, index, environment, partial, query, text=f"question {index}",
+                                         template_filename="one_hop.json", question_family_index=index,
+                                         environment_id=index, reasoner=reasoner, complete=full)
+                  for index, (environment, partial, query, full) in enumerate(cases)]
 
 
 def test_cli_scores_a_predictions_file(official_dataset, tmp_path, capsys):
@@ -379,8 +342,8 @@ def test_cli_scores_a_predictions_file(official_dataset, tmp_path, capsys):
                    "CLEVR_000002.png": ["red", "blue", "gray"]}          # J = 2/7
     path = tmp_path / "preds.json"
     path.write_text(json.dumps(predictions))
-    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions", str(path)],
-                                capsys)
+    status, out, err = run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions", str(path)],
+                               capsys)
     assert status == 0 and not err
     result = json.loads(out[-1])
     assert set(result) == {"exact_accuracy", "jaccard", "n"}
@@ -403,22 +366,22 @@ def test_cli_prediction_file_errors_are_one_line(official_dataset, tmp_path, cap
     root, _ = official_dataset
     path = tmp_path / "preds.json"
     path.write_text(json.dumps(content))
-    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions", str(path)],
-                                capsys)
+    status, out, err = run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions", str(path)],
+                               capsys)
     assert status == 1 and not out
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0] and "preds.json" in err[0]
 
 
 def test_cli_missing_inputs(official_dataset, tmp_path, capsys):
     root, _ = official_dataset
-    status, _, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions",
-                               str(tmp_path / "nope.json")], capsys)
+    status, _, err = run_cli(["evaluate", "--dataset", str(root), "--split", "test", "--predictions",
+                              str(tmp_path / "nope.json")], capsys)
     assert status == 1 and len(err) == 1 and "file not found" in err[0]
-    status, _, err = _run_cli(["evaluate", "--dataset", str(tmp_path / "none"), "--split", "test",
-                               "--model", "ns-vqa-gold"], capsys)
+    status, _, err = run_cli(["evaluate", "--dataset", str(tmp_path / "none"), "--split", "test",
+                              "--model", "ns-vqa-gold"], capsys)
     assert status == 1 and len(err) == 1 and "dataset folder not found" in err[0]
-    status, _, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "dev", "--model", "ns-vqa-gold"],
-                              capsys)
+    status, _, err = run_cli(["evaluate", "--dataset", str(root), "--split", "dev", "--model", "ns-vqa-gold"],
+                             capsys)
     assert status == 1 and len(err) == 1 and "unknown split" in err[0]
 
 
@@ -426,8 +389,8 @@ def test_cli_ns_vqa_gold_is_perfect_and_writes_outputs(official_dataset, tmp_pat
     pytest.importorskip("matplotlib")
     root, _ = official_dataset
     out_dir = tmp_path / "results"
-    status, out, err = _run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa-gold",
-                                 "--out", str(out_dir)], capsys)
+    status, out, err = run_cli(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa-gold",
+                                "--out", str(out_dir)], capsys)
     assert status == 0, err
     assert json.loads(out[-1]) == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 3}
     report = json.loads((out_dir / "report.json").read_text())
@@ -497,15 +460,15 @@ def test_cli_llm_standalone_through_a_local_server(official_dataset, tmp_path, c
     with ChatCompletionsServer(lambda messages: "###{small, medium}###") as server:
         argv = ["evaluate", "--dataset", str(root), "--split", "test", "--model", "llm-standalone",
                 "--backend", f"openai:test-model@{server.base_url}", "--checkpoint", str(checkpoint)]
-        status, out, err = _run_cli(argv, capsys)
+        status, out, err = run_cli(argv, capsys)
         assert status == 0, err
         # question 0 (size) is right; questions 1 (shape) and 2 (color) get size values: parse failures
         assert json.loads(out[-1]) == {"exact_accuracy": pytest.approx(1 / 3), "jaccard": pytest.approx(1 / 3), "n": 3}
         assert out[-2] == "parse failures: 2 of 3 (scored as wrong)"
         assert len(server.requests) == 3 and len(checkpoint.read_text().splitlines()) == 4
-        status, out, _ = _run_cli(argv + ["--limit", "2"], capsys)     # resumed: nothing asked again
+        status, out, _ = run_cli(argv + ["--limit", "2"], capsys)     # resumed: nothing asked again
         assert status == 0 and json.loads(out[-1])["n"] == 2 and len(server.requests) == 3
-    status, _, err = _run_cli(argv[:-4], capsys)
+    status, _, err = run_cli(argv[:-4], capsys)
     assert status == 1 and "needs --backend" in err[0]
 
 

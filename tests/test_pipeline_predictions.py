@@ -3,12 +3,11 @@ are counted parse failures (with the reason); a batch is parsed once; LLM backen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 import pytest
 
-from clevr_poc.environments import Environment
+from clevr_poc.dataset_reader import Example
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.evaluation import evaluate
 from clevr_poc.pipeline import Pipeline, PipelineError, QuestionParseError
@@ -18,16 +17,7 @@ from clevr_poc.scene import Scene
 from conftest import APPENDIX_A_QUERY, appendix_a_complete_scene, appendix_a_environment
 
 
-@dataclass(frozen=True)
-class Example:
-    environment: Environment
-    partial_scene: Scene
-    question: Question
-    complete_scene: Scene | None = None
-    image_path: Any = None
-
-
-def appendix_a_example(image_path: str = "CLEVR_test_000000.png") -> Example:
+def appendix_a_example(image_path: Path = Path("CLEVR_test_000000.png")) -> Example:
     complete = appendix_a_complete_scene()
     question = Question(
         text="There is another red rubber object that is the same shape as the big purple object; what size is it?",
@@ -73,7 +63,7 @@ def test_parser_outputs():
 
 
 def test_perception_outputs():
-    example = appendix_a_example(image_path="images/CLEVR_test_000000.png")
+    example = appendix_a_example(image_path=Path("images/CLEVR_test_000000.png"))
     seen = []
 
     def perceive(image, camera, environment=None):
@@ -81,7 +71,7 @@ def test_perception_outputs():
         return appendix_a_complete_scene().without_object(4)
 
     assert Pipeline(perceive).predict(example) == frozenset({"small", "medium"})
-    assert seen == ["images/CLEVR_test_000000.png"]
+    assert seen == [Path("images/CLEVR_test_000000.png")]
     # a perception that sees the hidden object too (nothing hidden): only the visible red sphere's size
     assert Pipeline(lambda *seen: appendix_a_complete_scene()).predict(example) == frozenset({"small"})
     # more objects than the environment declares
