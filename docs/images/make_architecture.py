@@ -109,13 +109,13 @@ def draw() -> plt.Figure:
 
     # the layers under the stages
     box(ax, 0.2, 0.55, 14.3, 0.98, "clevr_poc/solver/  make_control · Program (#program objects(n), slots(s), "
-        "hidden(h)) · rules (clingo.ast) · watchdog          asp/*.lp  the knowledge", color=LAYER,
+        "hidden(h)) · rules (clingo.ast) · watchdog     queries/  sanitizer · official form     asp/*.lp", color=LAYER,
         style="round,pad=0.02,rounding_size=0.08", title_size=10)
     for x, top in ((1.75, 1.95), (7.5, 2.05), (10.575, 1.95)):
         arrow(ax, [(x, 0.98), (x, top)], dotted=True)
     ax.text(1.85, 1.2, "clingo", ha="left", va="center", fontsize=8, color=EDGE)
     box(ax, 0.2, 0.0, 14.3, 0.4, "typed values:  Environment · Scene (ImageInfo, RenderInfo, PerceptionInfo, "
-        "GenerationCounts) · Camera · Question · Answer · Prediction", color="#ffffff",
+        "GenerationCounts) · Camera · Question (query: SanitizedQuery) · Answer · Prediction", color="#ffffff",
         style="round,pad=0.02,rounding_size=0.08", title_size=10)
     return fig
 
