@@ -28,6 +28,7 @@ from typing import Any, Callable, TypeVar
 
 from clevr_poc import domain
 from clevr_poc.answer import Answer
+from clevr_poc.commands.shared import add_command
 from clevr_poc.environments import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.examples import EXAMPLES, load_example
@@ -49,13 +50,13 @@ _EPILOG = """examples:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``answer`` sub-command (sets ``func=run``)."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "answer",
         help="answer a question about the hidden object of a partial scene (clingo)",
         description="Every value of the queried attribute of the hidden object that is consistent with\n"
                     "the environment's constraints, the partial scene and the question.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inputs = parser.add_argument_group("inputs (an --example, or --environment, --scene and a query)")
     inputs.add_argument("--example", metavar="NAME",

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from clevr_poc.commands.shared import add_command
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.progress import progress_bar
 
@@ -60,14 +61,14 @@ _EPILOG = """examples:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``demo`` sub-command (sets ``func=run``)."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "demo",
         help="generate, render and answer a small benchmark from pixels; print Table 2 and an explanation",
         description="End to end on a small real benchmark: generate environments, scenes and questions, render\n"
                     "the partial scenes (Blender), answer every question from the image (perception + BiLSTM\n"
                     "parser + clingo), print the Table-2 style scores and one explained answer, write a report.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", default="clevr-poc-demo", metavar="DIR",
                         help="output folder: dataset/ and report/ (default: %(default)s; a rerun resumes)")

@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from clevr_poc import limits
-from clevr_poc.commands.shared import (check_output_file, check_output_folder, positive_int, remove_stale_output_temps,
-                            split_examples, worker_count)
+from clevr_poc.commands.shared import (add_command, check_output_file, check_output_folder, positive_int,
+                                      remove_stale_output_temps, split_examples, worker_count)
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError
 
@@ -73,13 +73,13 @@ predictions file: {"CLEVR_test_000000.png": ["small", "medium"], "CLEVR_test_000
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``evaluate`` sub-command (sets ``func=run``)."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "evaluate",
         help="score predictions or a model on a dataset split (exact accuracy, Jaccard index)",
         description="Exact accuracy (paper eq. 2) and Jaccard index (eq. 3) of a predictions file or a "
                     "model on one split of a CLEVR-POC dataset, with breakdowns and parse-failure counts.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (official layout)")
     parser.add_argument("--split", required=True, metavar="S", help="split to evaluate (e.g. train, val, test)")

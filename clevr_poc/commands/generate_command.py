@@ -20,6 +20,7 @@ import argparse
 import json
 from typing import Any
 
+from clevr_poc.commands.shared import add_command
 from clevr_poc.errors import ClevrPocError
 
 _EPILOG = """examples:
@@ -35,13 +36,13 @@ _EPILOG = """examples:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``generate`` sub-command (sets ``func=run``)."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "generate",
         help="generate a CLEVR-POC dataset (environments, complete/partial scenes, labelled questions)",
         description="Generate a CLEVR-POC dataset: E environments x S scenes, one labelled question per scene.\n"
                     "Deterministic for a seed (whatever --workers/--executor) and resumable.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="dataset folder (new, or one to resume)")
     parser.add_argument("--environments", required=True, metavar="E", help="number of environments (paper: 30)")

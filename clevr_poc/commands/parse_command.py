@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from clevr_poc.commands.shared import add_command
 from clevr_poc.errors import ClevrPocError, FormatError, UnsafeProgramError
 
 _EPILOG = """examples:
@@ -37,13 +38,13 @@ _EPILOG = """examples:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``parse`` sub-command (sets ``func=run``)."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "parse",
         help="translate questions into ASP queries (BiLSTM checkpoint or few-shot LLM)",
         description="Translate English questions about the hidden object into ASP queries\n"
                     "(missing(Q) :- hasProperty(X,<attribute>,Q), ...).",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--parser", required=True, metavar="PATH|llm",
                         help="a BiLSTM parser folder (config.json, vocab.json, weights.pt) or 'llm'")

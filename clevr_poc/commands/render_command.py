@@ -14,6 +14,7 @@ import argparse
 import json
 from typing import Any
 
+from clevr_poc.commands.shared import add_command
 from clevr_poc.errors import ClevrPocError
 
 _EPILOG = """examples:
@@ -30,13 +31,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     from clevr_poc.rendering.render import DEFAULT_ENGINE, DEFAULT_SAMPLES
     from clevr_poc.rendering.styles import COLOUR_SPACES, DEFAULT_STYLE, STYLE_NAMES
 
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "render",
         help="render the scenes of a dataset folder to images with ground-truth masks (Blender)",
         description="Render the partial (and with --complete the complete) scenes of a dataset folder.\n"
                     "Resumable: images already rendered are skipped.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (from `generate`)")
     parser.add_argument("--split", action="append", default=None, metavar="S",

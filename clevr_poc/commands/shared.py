@@ -37,6 +37,13 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+def add_command(subparsers: Any, name: str, *, help: str, description: str, epilog: str) -> argparse.ArgumentParser:
+    """Register the sub-command ``name`` of ``python -m clevr_poc``: its one-line ``help`` (listed by
+    ``--help``), its ``description`` and its ``epilog`` of examples, both printed as written."""
+    return subparsers.add_parser(name, help=help, description=description, epilog=epilog,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def int_at_least(minimum: int) -> Callable[[str], int]:
     """An argparse type: an integer >= ``minimum`` (the message names the bound and the text given)."""
 
