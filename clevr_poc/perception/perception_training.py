@@ -337,7 +337,7 @@ def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Gen
             width = image.shape[-1]
             boxes = torch.stack([width - boxes[:, 2], boxes[:, 1], width - boxes[:, 0], boxes[:, 3]], dim=1)
         images.append(image)
-        targets.append({"boxes": boxes, "labels": torch.ones(len(boxes), dtype=torch.int64)})
+        targets.append({"boxes": boxes, "labels": torch.ones(len(boxes), dtype=torch.int64, device=device)})
     return images, targets
 
 
