@@ -157,6 +157,8 @@ def rgb_pixels(image: Any, *, where: Any = None, error: type[ImageFileError] = I
     if image.mode == "F":
         raise error("floating-point images (mode F) are not read: their value range is unknown", source=where)
     try:
+        if image.mode in ("P", "PA"):  # through the palette (and its transparency, then dropped)
+            image = image.convert("RGBA")
         rgb = image if image.mode == "RGB" else image.convert("RGB")
         return np.array(rgb, dtype=np.uint8)
     except Exception as exc:  # a mode Pillow cannot convert
