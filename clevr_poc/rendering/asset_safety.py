@@ -30,6 +30,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from clevr_poc.rendering.blender import on_devnull
 from clevr_poc.rendering.render import RenderError
 
 #: Most objects in one asset file (the official base scene has 7, a shape file 3).
@@ -52,19 +53,8 @@ class AssetsError(RenderError):
 def closed_stdin() -> Iterator[None]:
     """Point file descriptor 0 at ``/dev/null`` while Blender runs (a library or image path
     ``/dev/stdin`` then reads nothing instead of blocking on a pipe or terminal); restored afterwards."""
-    try:
-        saved = os.dup(0)
-    except OSError:  # no stdin at all: nothing to close
+    with on_devnull(0, os.O_RDONLY):
         yield
-        return
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(devnull, 0)
-        yield
-    finally:
-        os.dup2(saved, 0)
-        os.close(saved)
-        os.close(devnull)
 
 
 def _printable_runs(data: bytes) -> list[str]:
