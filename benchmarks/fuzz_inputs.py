@@ -66,9 +66,10 @@ def seed_images() -> list[bytes]:
     rng = np.random.default_rng(0)
     rgb = Image.fromarray(rng.integers(0, 256, (64, 80, 3), dtype=np.uint8))
     out = []
+    grey16 = Image.fromarray(rng.integers(0, 65536, (64, 70), dtype=np.uint16))
     for image, fmt in ((rgb, "PNG"), (rgb, "JPEG"), (rgb.convert("P"), "GIF"), (rgb, "BMP"),
-                       (rgb.convert("P"), "PNG"), (Image.fromarray(rng.integers(0, 65536, (64, 70), dtype=np.uint16)), "PNG"),
-                       (rgb.convert("RGBA"), "PNG"), (rgb.convert("L"), "PNG")):
+                       (rgb.convert("P"), "PNG"), (grey16, "PNG"), (rgb.convert("RGBA"), "PNG"),
+                       (rgb.convert("L"), "PNG")):
         buffer = io.BytesIO()
         image.save(buffer, format=fmt)
         out.append(buffer.getvalue())

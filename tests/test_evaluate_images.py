@@ -43,7 +43,8 @@ def test_an_unreadable_image_is_a_one_line_error_naming_it(release, capsys):
     assert status == 1 and len(err) == 1 and err[0].startswith(f"error: {bad}: cannot read the image"), err
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None or not (ROOT / "models/perception/perception.pt").is_file(),
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None
+                    or not (ROOT / "models/perception/perception.pt").is_file(),
                     reason="needs torch and the shipped perception model")
 def test_allow_missing_images_makes_each_bad_image_a_reported_failure(release, tmp_path, capsys):
     images = release / "incomplete" / "images" / "testing"

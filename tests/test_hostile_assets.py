@@ -103,6 +103,43 @@ def test_driver_on_a_shape_is_refused(bpy, tmp_path):
         _render(assets, tmp_path / "ds" / "image.png")
 
 
+def _array_modifier(bpy):
+    modifier = bpy.data.objects["Ground"].modifiers.new("Array", "ARRAY")
+    modifier.count = 100_000
+
+
+def _child_of_constraint(bpy):
+    bpy.data.objects["Ground"].constraints.new("CHILD_OF").target = bpy.data.objects["Empty"]
+
+
+def _image_texture(bpy):
+    material = bpy.data.materials.new("Ground")
+    node = material.node_tree.nodes.new("ShaderNodeTexImage")
+    node.image = bpy.data.images.new("secret", 4, 4)
+    node.image.source, node.image.filepath = "FILE", "/etc/hostname"
+    bpy.data.objects["Ground"].data.materials.append(material)
+
+
+def _text_object(bpy):
+    text = bpy.data.objects.new("Text", bpy.data.curves.new("Text", "FONT"))
+    bpy.context.scene.collection.objects.link(text)
+
+
+@pytest.mark.parametrize("change, message", [
+    (_array_modifier, r"object 'Ground' has the modifier 'Array' \(ARRAY\) \(refused: only \['SUBSURF'\]"),
+    (_child_of_constraint, r"object 'Ground' has the constraint 'Child Of' \(CHILD_OF\)"),
+    (_image_texture, r"image 'secret' \(FILE '/etc/hostname'\) \(refused: asset files may not read images\)"),
+    (_text_object, r"object 'Text' is a FONT"),
+])
+def test_what_is_not_on_the_list_is_refused_naming_it(bpy, tmp_path, change, message):
+    from clevr_poc.rendering.assets import AssetsError
+
+    assets = _write_fake_assets(tmp_path / "data")
+    _edit(assets / "base_scene.blend", change)
+    with pytest.raises(AssetsError, match=r"base_scene\.blend: " + message):
+        _render(assets, tmp_path / "ds" / "image.png")
+
+
 def _link_stdin_library(tmp_path):
     def change(bpy):
         other = tmp_path / "other.blend"

@@ -70,7 +70,7 @@ def test_scienceqa_ids_and_images_stay_inside_the_image_folder(tmp_path):
     assert dataset["103"].image_path == data / "images" / "103" / "image.png"
     problems["103"]["image"] = str(tmp_path / "secret.png")
     (data / "problems.json").write_text(json.dumps(problems))
-    with pytest.raises(FormatError, match=r"problems\.json problem 103: field image: the image must be a path relative"):
+    with pytest.raises(FormatError, match=r"problems\.json problem 103: field image: the image must be a path rel"):
         load_scienceqa(data)
 
 

@@ -316,7 +316,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _reads_images(args: argparse.Namespace) -> bool:
-    return args.model in CLIP_MODELS or args.model == "vlm" or (args.model == "ns-vqa" and args.scene == "perception")
+    return (args.model in CLIP_MODELS or args.model == "vlm"
+            or (args.model == "ns-vqa" and args.scene == "perception"))
 
 
 def _image_failures(args: argparse.Namespace, examples: list[Any]) -> dict[int, str] | None:

@@ -134,8 +134,8 @@ def _mesh_polygons(obj: Any, source: Path) -> None:
     levels = 0
     for modifier in obj.modifiers:
         if modifier.type not in ALLOWED_MODIFIERS:
-            raise AssetsError(f"{source}: object {obj.name!r} has a {modifier.type} modifier "
-                              f"{modifier.name!r} (refused: only {sorted(ALLOWED_MODIFIERS)} are taken from files)")
+            raise AssetsError(f"{source}: object {obj.name!r} has the modifier {modifier.name!r} ({modifier.type}) "
+                              f"(refused: only {sorted(ALLOWED_MODIFIERS)} are taken from files)")
         if modifier.use_adaptive_subdivision:
             raise AssetsError(f"{source}: object {obj.name!r}: adaptive subdivision in modifier {modifier.name!r} "
                               "(refused: unbounded polygon count)")
@@ -155,7 +155,8 @@ def _check_object(obj: Any, source: Path) -> None:
         raise AssetsError(f"{source}: object {obj.name!r} instances {obj.instance_type} (refused)")
     for constraint in obj.constraints:
         if constraint.type not in ALLOWED_CONSTRAINTS:
-            raise AssetsError(f"{source}: object {obj.name!r} has a {constraint.type} constraint "
+            raise AssetsError(f"{source}: object {obj.name!r} has the constraint {constraint.name!r} "
+                              f"({constraint.type}) "
                               f"(refused: only {sorted(ALLOWED_CONSTRAINTS)} are taken from files)")
     if obj.type == "MESH":
         _mesh_polygons(obj, source)
