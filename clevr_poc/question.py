@@ -82,7 +82,7 @@ class Question:
     @functools.cached_property
     def query(self) -> "SanitizedQuery":
         """The checked form of ``asp_query`` (:func:`clevr_poc.queries.sanitizer.sanitize_query`, default
-        settings: head renamed, at most ``MAX_OBJECT_VARIABLES`` object variables), computed once.
+        settings: head renamed, at most ``MAX_QUERY_OBJECT_VARIABLES`` object variables), computed once.
 
         Raises:
             UnsafeProgramError: ``asp_query`` is outside the query language (the one-line reason).
