@@ -89,3 +89,13 @@ def test_no_query_text_is_classified_outside_the_query_package():
         text = path.read_text(encoding="utf-8")
         offenders += [f"{path.relative_to(PACKAGE)}: {p.pattern}" for p in patterns if p.search(text)]
     assert offenders == []
+
+
+def test_a_query_pickles_without_its_process_bound_hash():
+    import pickle
+
+    checked = sanitize_query(QUERIES[1])
+    hash(checked)  # cached on the value
+    copy = pickle.loads(pickle.dumps(checked))
+    assert "_hash" not in copy.__dict__ and copy == checked and copy.text == checked.text
+    assert copy.attribute == "size" and hash(copy) == hash(checked)

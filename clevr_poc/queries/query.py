@@ -344,6 +344,15 @@ class SanitizedQuery:
         query.__dict__["_analysis"] = analysis
         return query
 
+    def __hash__(self) -> int:  # computed once: the Reasoner looks compiled queries up by value
+        value = self.__dict__.get("_hash")
+        if value is None:
+            value = self.__dict__["_hash"] = hash((self.head, self.body))
+        return value
+
+    def __getstate__(self) -> dict:  # a string's hash differs between processes: not pickled
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     # ------------------------------------------------------------------ derived
     @cached_property
     def text(self) -> str:
