@@ -58,3 +58,45 @@ def test_readme_command_lines_show_every_required_option():
     generate = next(rest for name, rest in re.findall(r"^python -m clevr_poc (\w+) (.*)$", README, re.M)
                     if name == "generate")
     assert "--seed" in generate.split("#")[1] and "required" in generate.split("#")[1]
+
+
+# ---------------------------------------------------------------- command lines
+@pytest.fixture(scope="module")
+def demo_like_dataset(tmp_path_factory):
+    """A dataset shaped like the demo's: one ``test`` split, no ``train`` split (1 environment x 3 scenes)."""
+    from clevr_poc.generation.dataset_writer import generate_dataset
+
+    root = tmp_path_factory.mktemp("first_hour") / "data"
+    generate_dataset(root, environments=1, scenes_per_environment=3, seed=3, splits={"test": 1.0}, progress=False)
+    return root
+
+
+def test_evaluate_ns_vqa_defaults_say_gold_scene_and_gold_query(demo_like_dataset, capsys):
+    status, out, err = _cli(["evaluate", "--dataset", str(demo_like_dataset), "--split", "test", "--model", "ns-vqa"],
+                            capsys)
+    assert status == 0
+    assert "gold partial scene and the gold ASP query" in err and "--scene perception" in err
+    assert json.loads(out.splitlines()[-1])["exact_accuracy"] == 1.0
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "both default to gold" in help_text
+
+
+def test_render_and_evaluate_word_a_missing_dataset_the_same_way(tmp_path, capsys):
+    missing = str(tmp_path / "nosuch")
+    lines = []
+    for argv in (["render", "--dataset", missing], ["evaluate", "--dataset", missing, "--split", "test",
+                                                     "--model", "ns-vqa-gold"]):
+        status, out, err = _cli(argv, capsys)
+        assert status == 1 and out == ""
+        lines.append(err.strip())
+    assert lines[0] == lines[1] == f"error: {missing}: dataset folder not found"
+
+
+def test_a_misspelt_option_points_at_the_commands_own_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["answer", "--explian"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == ("python -m clevr_poc answer: error: unrecognized arguments: --explian "
+                                               "(see python -m clevr_poc answer --help)")
