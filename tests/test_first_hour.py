@@ -100,3 +100,42 @@ def test_a_misspelt_option_points_at_the_commands_own_help(capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == ("python -m clevr_poc answer: error: unrecognized arguments: --explian "
                                                "(see python -m clevr_poc answer --help)")
+
+
+# ---------------------------------------------------------------- train_parser
+def _train(argv: list[str], capsys) -> tuple[int, str, str]:
+    from clevr_poc.commands.train_parser_command import main as train_main
+
+    status = train_main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+_SMALL = ["--pretrain-pairs", "8", "--pretrain-steps", "1", "--eval-limit", "1", "--word-vec-dim", "8",
+          "--hidden-size", "8", "--decoder-hidden", "8", "--threads", "1", "--no-progress"]
+
+
+def test_train_parser_refuses_a_non_empty_checkpoint_folder_without_overwrite(tiny_dataset, tmp_path, capsys):
+    out = tmp_path / "parser_bilstm"
+    out.mkdir()
+    for name, text in (("config.json", "{}"), ("weights.pt", "old"), ("MODEL_CARD.md", "# the shipped parser")):
+        (out / name).write_text(text)
+    status, _, err = _train(["--dataset", str(tiny_dataset), "--out", str(out), *_SMALL], capsys)
+    assert status == 1
+    assert err.strip().startswith(f"error: --out '{out}': not empty (holds MODEL_CARD.md, config.json, weights.pt)")
+    assert "--overwrite" in err
+    assert (out / "weights.pt").read_text() == "old"
+
+    status, _, err = _train(["--dataset", str(tiny_dataset), "--out", str(out), "--overwrite", *_SMALL], capsys)
+    assert status == 0, err
+    assert not (out / "MODEL_CARD.md").exists()  # never a card describing other weights
+    assert json.loads((out / "report.json").read_text())["dataset"]["pretrain_pairs"] == 8
+    assert (out / "weights.pt").stat().st_size > 100
+
+
+def test_train_parser_on_a_dataset_without_train_split_says_how_to_make_one(demo_like_dataset, tmp_path, capsys):
+    status, _, err = _train(["--dataset", str(demo_like_dataset), "--out", str(tmp_path / "p"), *_SMALL], capsys)
+    assert status == 1
+    line = err.splitlines()[-1]
+    assert line.startswith("error: ") and "unknown split" in line
+    assert "python -m clevr_poc generate --out DIR" in line and "--splits train=0.8,test=0.2" in line
