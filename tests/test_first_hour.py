@@ -139,3 +139,51 @@ def test_train_parser_on_a_dataset_without_train_split_says_how_to_make_one(demo
     line = err.splitlines()[-1]
     assert line.startswith("error: ") and "unknown split" in line
     assert "python -m clevr_poc generate --out DIR" in line and "--splits train=0.8,test=0.2" in line
+
+
+# ---------------------------------------------------------------- demo
+@pytest.mark.parametrize("argv, names", [
+    (["--device", "tpu"], "--device: not a torch device: 'tpu'"),
+    (["--environments", "99999999999999999999"], "--environments: 99,999,999,999,999,999,999 is over"),
+    (["--environments", "900", "--questions", "5000"], "--environments x --questions"),
+    (["--samples", "100000000"], "100,000,000 is over"),
+])
+def test_demo_checks_every_setting_before_any_work(argv, names, tmp_path, capsys):
+    out = tmp_path / "demo"
+    status, stdout, stderr = _cli(["demo", "--out", str(out), *argv], capsys)
+    assert status == 1
+    assert stdout == ""  # no plan printed
+    assert stderr.count("\n") == 1 and names in stderr
+    assert not out.exists()  # nothing written
+
+
+# ---------------------------------------------------------------- parse
+PARSER = str(ROOT / "models" / "parser_bilstm")
+
+
+def test_parse_says_how_many_words_it_did_not_know(capsys):
+    status, out, err = _cli(["parse", "--parser", PARSER, "--question", "What colour is the tiny cube?"], capsys)
+    assert status == 0 and out.startswith("missing(Q) :- ")
+    assert err.strip() == "note: the parser did not know 1 of 6 words ('colour')"
+
+
+@pytest.mark.parametrize("question, says", [
+    ("Quelle est la couleur de la grande sphère?", "did not know 9 of 9 words ('quelle', 'est', 'la'"),
+    ("red " * 20_000, "80,000 characters is over the 2,000 a question may have"),
+    ("cube " + "xylophone " * 30, "did not know 30 of 31 words"),
+])
+def test_parse_refuses_a_question_it_cannot_read(question, says, capsys):
+    status, out, err = _cli(["parse", "--parser", PARSER, "--question", question], capsys)
+    assert status == 1 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and says in err
+
+
+def test_parse_questions_file_marks_unreadable_lines(tmp_path, capsys):
+    lines = [{"question": "What size is the red sphere?"}, {"question": "Quelle est la couleur de la sphère?"}]
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    status, out, err = _cli(["parse", "--parser", PARSER, "--questions", str(path)], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and rows[0]["asp_query"].startswith("missing(Q) :- hasProperty(X,size,Q)")
+    assert rows[1]["asp_query"] is None and "did not know 8 of 8 words" in rows[1]["error"]
+    assert "1 ok, 1 failed" in err
