@@ -103,7 +103,7 @@ def split_examples(dataset: str | os.PathLike[str], split: str, limit: int | Non
         FormatError: no such folder, an unknown split, ``limit`` below 1, or a split without questions.
     """
     try:
-        from clevr_poc.dataset_reader import load_dataset
+        from clevr_poc.dataset_formats import load_dataset  # our and the official layout, HF exports
     except ImportError as exc:  # pragma: no cover - only in a broken installation
         raise ClevrPocError(f"cannot load datasets: {exc}") from None
     require_dataset_folder(dataset)
