@@ -16,12 +16,12 @@ from typing import Callable, Sequence
 from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, run_guarded
 
 #: Sub-commands (modules ``clevr_poc.commands.<name>_command``), in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo", "export")
+COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo", "export", "explore")
 #: The extra (``pip install 'clevr-poc[EXTRA]'``) that installs each optional module the commands import.
 MODULE_EXTRAS: dict[str, str] = {
     "tqdm": "generate", "matplotlib": "generate", "scipy": "generate", "bpy": "render", "PIL": "vision",
     "torch": "vision", "torchvision": "vision", "open_clip": "clip", "transformers": "clip", "openai": "llm",
-    "llama_cpp": "llm", "ray": "scale", "datasets": "hf", "pyarrow": "hf",
+    "llama_cpp": "llm", "ray": "scale", "datasets": "hf", "pyarrow": "hf", "gradio": "explore",
 }
 #: Commands whose own extra installs everything they need (named instead of the module's extra).
 COMMAND_EXTRAS: dict[str, tuple[str, frozenset[str]]] = {
