@@ -85,10 +85,9 @@ def error_line(exc: BaseException) -> str:
     """The command line's one line for ``exc`` (``error: ...``); an unexpected exception is named, not raised."""
     if isinstance(exc, ClevrPocError):
         return f"error: {' '.join(str(exc).split())}"
-    if isinstance(exc, OSError):
-        from clevr_poc.commands.shared import describe_os_error
-
-        return f"error: {' '.join(describe_os_error(exc).split())}"
+    if isinstance(exc, OSError):  # as the command line's run_guarded: "<file>: <reason>"
+        reason = exc.strerror or type(exc).__name__
+        return f"error: {' '.join((f'{exc.filename}: {reason}' if exc.filename else reason).split())}"
     return f"error: internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
 
 

@@ -1,5 +1,6 @@
 """Draw a scene's objects on its image: a box (``bbox``, COCO ``x, y, w, h`` pixels) or, without one, a
-dot at ``pixel_coords``, labelled with the object's index, size, color, material, shape and region."""
+dot at ``pixel_coords``, labelled with the object's index; :func:`scene_lines` lists what each index is
+(size, color, material, shape, region) beside the image, where long labels do not overlap."""
 
 from __future__ import annotations
 
@@ -47,5 +48,5 @@ def draw_scene(image: np.ndarray, scene: Scene | None, rgb: tuple[int, int, int]
             anchor = (u + 6, v - 6)
         else:
             continue
-        pen.text(anchor, f"{i} {obj.size} {obj.color} {obj.shape} r{obj.region}", fill=rgb)
+        pen.text(anchor, str(i), fill=rgb)
     return np.asarray(picture)
