@@ -129,3 +129,6 @@ def test_explore_checks_its_settings_before_serving(tmp_path, capsys):
     assert "--port" in capsys.readouterr().err
     assert main(["explore", "--dataset", str(OFFICIAL), "--predictions", str(tmp_path / "no.json")]) == 1
     assert "no.json" in capsys.readouterr().err
+    if __import__("importlib").util.find_spec("torch") is not None:
+        assert main(["explore", "--device", "tpu"]) == 1
+        assert capsys.readouterr().err.strip().startswith("error: --device: not a torch device: 'tpu'")

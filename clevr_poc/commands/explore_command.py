@@ -70,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
         catalog = Catalog(args.dataset, args.predictions)
     if args.models is not None and not os.path.isdir(args.models):
         raise FormatError("models folder not found", source=args.models, field="--models")
+    if importlib.util.find_spec("torch") is not None:  # without torch the page says which extra to install
+        from clevr_poc.perception.devices import resolve_device
+
+        resolve_device(args.device)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline: no usage reports
     from clevr_poc.explorer.app import build_app
 

@@ -85,6 +85,9 @@ def error_line(exc: BaseException) -> str:
     """The command line's one line for ``exc`` (``error: ...``); an unexpected exception is named, not raised."""
     if isinstance(exc, ClevrPocError):
         return f"error: {' '.join(str(exc).split())}"
+    if isinstance(exc, ModuleNotFoundError):
+        return (f"error: the Python module {exc.name!r} is not installed: perception and the BiLSTM parser need "
+                "the [vision] extra, the llm query source the [llm] extra")
     if isinstance(exc, OSError):  # as the command line's run_guarded: "<file>: <reason>"
         reason = exc.strerror or type(exc).__name__
         return f"error: {' '.join((f'{exc.filename}: {reason}' if exc.filename else reason).split())}"
