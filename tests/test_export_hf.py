@@ -153,3 +153,14 @@ def test_export_refuses_to_overwrite_and_words_a_missing_dataset_as_evaluate(exp
     missing = tmp_path / "nosuch"
     status, _, err = _cli(["export", "--format", "hf", "--dataset", str(missing), "--out", str(tmp_path / "o")], capsys)
     assert status == 1 and err.strip() == f"error: {missing}: dataset folder not found"
+
+
+def test_the_explorer_opens_an_export(exported):
+    from clevr_poc.explorer.case_runner import Models, run_example
+    from clevr_poc.explorer.catalog import Catalog
+
+    _, out, _, _ = exported
+    catalog = Catalog(out)
+    assert len(catalog.choices) == 200 and catalog.splits == ["test", "train"]
+    view = run_example(catalog, 0, models=Models(), scene_source="gold", query_source="gold")
+    assert view.error is None and view.exact is True and view.gold_image is not None
