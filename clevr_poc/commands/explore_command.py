@@ -18,6 +18,9 @@ from typing import Any
 
 from clevr_poc.commands.shared import add_command, int_at_least
 
+#: Largest upload the page accepts (gradio refuses bigger files before they reach the library).
+MAX_UPLOAD = "16mb"
+
 _EPILOG = """examples:
   python -m clevr_poc explore --dataset clevr-poc-demo/dataset
   python -m clevr_poc evaluate --dataset DIR --split test --model ns-vqa --scene perception --query bilstm --out res
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     app = build_app(catalog, Models(args.models, device=args.device, llm_backend=args.llm_backend))
     print(f"explorer: http://{args.host}:{args.port}/ (Ctrl-C to stop)", flush=True)
+    # uploads are untrusted: at most MAX_UPLOAD per file (an official 320x320 PNG is ~0.1 MB, an .lp file ~10 KB)
     app.launch(server_name=args.host, server_port=args.port, share=False, inbrowser=False, show_error=True,
-               quiet=True)
+               quiet=True, max_file_size=MAX_UPLOAD)
     return 0
