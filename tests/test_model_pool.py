@@ -81,3 +81,22 @@ def test_ray_actors_give_the_local_predictions():
     with ModelPool(recipe, workers=2, executor="ray") as pool:
         remote = pool.predict_batch(examples)
     assert _fields(remote) == _fields(predict_with(recipe.build(), examples))
+
+
+@pytest.mark.skipif(not (MODEL / "perception.pt").exists(), reason="shipped perception checkpoint missing")
+def test_answer_batch_in_worker_processes_gives_the_same_answers_and_errors():
+    pytest.importorskip("torchvision")
+    from clevr_poc.errors import UnsafeProgramError
+    from clevr_poc.pipeline_inputs import PipelineInput
+
+    examples = list(load_dataset(FIXTURE, "test"))
+    pipeline = perception_pipeline(str(MODEL))
+    single = pipeline.answer_batch(examples)
+    pooled = pipeline.answer_batch(examples, workers=2)
+    assert [(a.values, a.query, a.scene_facts) for a in pooled] == [(a.values, a.query, a.scene_facts) for a in single]
+    assert [a.values for a in pooled] == [e.question.answer for e in examples]
+    bad = PipelineInput(examples[1].image_path, examples[1].question, examples[1].environment,
+                        query='missing(Q) :- #include "x".')
+    with pytest.raises(UnsafeProgramError) as raised:
+        pipeline.answer_batch([examples[0], bad], workers=2)
+    assert raised.value.__notes__ == ["in item 1"]

@@ -57,8 +57,8 @@ def predict_with(model: Any, examples: Sequence[Any]) -> list[Any]:
     return [one(example) for example in examples]
 
 
-def _predict(examples: Sequence[Any]) -> list[Any]:
-    return predict_with(_MODEL[0], examples)
+def _run(func: Callable[..., list[Any]], items: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+    return func(_MODEL[0], items, **kwargs)
 
 
 def _name() -> str:
@@ -73,8 +73,8 @@ class _ModelActor:
     def __init__(self, recipe: ModelRecipe) -> None:
         self.model = recipe.build()
 
-    def predict(self, examples: Sequence[Any]) -> list[Any]:
-        return predict_with(self.model, examples)
+    def run(self, func: Callable[..., list[Any]], items: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+        return func(self.model, items, **kwargs)
 
     def name(self) -> str:
         from clevr_poc.evaluation.evaluator import model_name
@@ -155,10 +155,11 @@ class ModelPool:
             self._stack.callback(pool.shutdown, cancel_futures=True)
             self._workers.append(pool)
 
-    def _submit(self, worker: int, examples: list[Any]) -> Any:
+    def _submit(self, worker: int, func: Callable[..., list[Any]], items: list[Any], kwargs: Mapping[str, Any]
+                ) -> Any:
         if self.config.executor == "ray":
-            return self._workers[worker].predict.remote(examples)
-        return self._workers[worker].submit(_predict, examples)
+            return self._workers[worker].run.remote(func, items, kwargs)
+        return self._workers[worker].submit(_run, func, items, kwargs)
 
     def _result(self, handle: Any) -> Any:
         if isinstance(handle, Future):
@@ -191,22 +192,31 @@ class ModelPool:
             worker = self._route[key] = min(range(len(self._load)), key=self._load.__getitem__)
         return worker
 
-    def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
-        """The model's predictions of ``examples``, in order (one task per worker and call)."""
-        examples = list(examples)
+    def map_routed(self, func: Callable[..., list[Any]], items: Sequence[Any], **kwargs: Any) -> list[Any]:
+        """``func(model, share, **kwargs)`` (a module-level function returning one result per item) on each
+        worker's share of ``items`` (routed by environment); the results in the order of ``items``."""
+        items = list(items)
         self._start()
         shares: list[list[int]] = [[] for _ in self._workers]
-        for position, example in enumerate(examples):
-            worker = self.worker_of(example, position)
+        for position, item in enumerate(items):
+            worker = self.worker_of(item, position)
             self._load[worker] += 1
             shares[worker].append(position)
-        handles = [(positions, self._submit(w, [examples[p] for p in positions]))
+        handles = [(positions, self._submit(w, func, [items[p] for p in positions], kwargs))
                    for w, positions in enumerate(shares) if positions]
-        out: list[Any] = [None] * len(examples)
+        out: list[Any] = [None] * len(items)
         for positions, handle in handles:
-            for position, prediction in zip(positions, self._result(handle)):
-                out[position] = prediction
+            results = self._result(handle)
+            if len(results) != len(positions):
+                raise RuntimeError(f"{getattr(func, '__name__', func)} returned {len(results)} results for "
+                                   f"{len(positions)} items")
+            for position, result in zip(positions, results):
+                out[position] = result
         return out
+
+    def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
+        """The model's predictions of ``examples``, in order (one task per worker and call)."""
+        return self.map_routed(predict_with, examples)
 
 
 __all__ = ["ModelPool", "ModelRecipe", "environment_key", "predict_with"]
