@@ -24,7 +24,8 @@ REASONER_SETTINGS: tuple[str, ...] = ("time_limit", "rename_head", "mode", "cach
 
 def pipeline_recipe(pipeline: Any) -> ModelRecipe:
     """How a worker rebuilds ``pipeline`` (its perception and parser must pickle: torch models do)."""
-    state = {"perception": pipeline.perception, "parser": pipeline.parser,
+    state = {"class": type(pipeline), "perception": pipeline.perception, "parser": pipeline.parser,
+             "reasoner_class": type(pipeline.reasoner),
              "reasoner": {k: getattr(pipeline.reasoner, k) for k in REASONER_SETTINGS},
              "constraint_decoding": pipeline.constraint_decoding, "name": pipeline.name,
              "parser_name": pipeline.parser_name, "camera_source": pipeline.camera_source}
@@ -32,13 +33,11 @@ def pipeline_recipe(pipeline: Any) -> ModelRecipe:
 
 
 def rebuild_pipeline(state: dict[str, Any]) -> Any:
-    """The pipeline of :func:`pipeline_recipe`'s state."""
-    from clevr_poc.pipeline import Pipeline
-    from clevr_poc.reasoning import Reasoner
-
-    return Pipeline(state["perception"], state["parser"], reasoner=Reasoner(**state["reasoner"]),
-                    constraint_decoding=state["constraint_decoding"], name=state["name"],
-                    parser_name=state["parser_name"], camera_source=state["camera_source"])
+    """The pipeline of :func:`pipeline_recipe`'s state (its classes travel by reference)."""
+    reasoner = state["reasoner_class"](**state["reasoner"])
+    return state["class"](state["perception"], state["parser"], reasoner=reasoner,
+                          constraint_decoding=state["constraint_decoding"], name=state["name"],
+                          parser_name=state["parser_name"], camera_source=state["camera_source"])
 
 
 def _answer_share(pipeline: Any, items: Sequence[Any], *, explain: bool) -> list[Any]:
