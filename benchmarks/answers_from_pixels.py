@@ -20,23 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
+from pathlib import Path
 
 import torch
 
-
-def _cpu() -> float:
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
-    return total
-
-
-def _load() -> float:
-    return round(os.getloadavg()[0], 2)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generation import _cpu_seconds as _cpu, _load  # noqa: E402  (the same clocks as the generation figures)
 
 
 def build_pipeline(perception_path: str):
