@@ -42,7 +42,7 @@ def build_pipeline(perception_path: str):
 def stage_costs(pipeline, examples) -> dict:
     """CPU milliseconds per question of each stage (one process)."""
     from clevr_poc.perception.cameras import camera_spec
-    from clevr_poc.perception.perceiver import _as_image
+    from clevr_poc.image_files import as_rgb_array
     from clevr_poc.reasoning import Reasoner
 
     perception = pipeline.perception
@@ -55,7 +55,7 @@ def stage_costs(pipeline, examples) -> dict:
     for example in examples:
         camera = camera_spec(example.partial_scene, pipeline.camera_source, source=example.image_path)
         t0 = clock()
-        array = _as_image(example.image_path)
+        array = as_rgb_array(example.image_path)
         t1 = clock()
         array, cam = perception.camera_for(array, camera)
         tensor = torch.from_numpy(array).permute(2, 0, 1).float().div_(255.0)
