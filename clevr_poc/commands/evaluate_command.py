@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import replace
@@ -90,7 +91,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="JSON object: image_filename -> list of predicted values, or null (parse failure)")
     source.add_argument("--model", choices=MODELS + tuple(CLIP_MODELS),
                         help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner; "
-                             "ns-vqa = NS-VQA with --scene and --query sources; llm-standalone = the App. C.1 prompt through --backend; "
+                             "ns-vqa = NS-VQA with --scene and --query sources (both default to gold: the gold partial scene and the gold ASP query, the same as ns-vqa-gold; "
+                             "--scene perception --query bilstm answers from pixels); llm-standalone = the App. C.1 prompt through --backend; "
                              "vlm = image + constraints + question through a vision-language --backend; clip-nl/clip-asp/clip-none "
                              "= a trained CLIP baseline (--checkpoint DIR)")
     nsvqa = parser.add_argument_group("ns-vqa")
@@ -374,6 +376,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         image_failures = _image_failures(args, examples)  # before any model is loaded
         model = _model(args)  # built here too when pooled: its errors are one line, and it names the run
+        if args.model == "ns-vqa" and args.scene == "gold" and args.query == "gold":
+            print("note: --model ns-vqa with the default --scene gold --query gold uses the gold partial scene and "
+                  "the gold ASP query (= ns-vqa-gold); from pixels: --scene perception --query bilstm", file=sys.stderr)
         if _pooled(args):
             from clevr_poc.evaluation.evaluator import model_name
             from clevr_poc.evaluation.model_pool import ModelPool, ModelRecipe
