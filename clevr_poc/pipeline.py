@@ -65,7 +65,7 @@ from clevr_poc.model_folders import (  # noqa: F401  (public names of clevr_poc.
     MODELS_ENV, PARSER_DIR, PARSERS, PERCEPTION_DIR, SCENE_SOURCES, CheckpointNotFoundError, PipelineError,
     _require, check_checkpoints, default_models_dir,
 )
-from clevr_poc.perception.cameras import camera_argument as as_camera
+from clevr_poc.perception.cameras import CameraSource, camera_argument as as_camera
 from clevr_poc.pipeline_inputs import PipelineInput, as_environment, as_image, as_scene  # noqa: F401
 from clevr_poc.progress import progress_bar
 from clevr_poc.question import Question
@@ -109,7 +109,7 @@ class Pipeline:
 
     def __init__(self, perception: Callable[..., Scene] | None = None, parser: Any = None, *,
                  reasoner: Reasoner | None = None, constraint_decoding: bool = True, name: str | None = None,
-                 parser_name: str | None = None, camera_source: str = "auto") -> None:
+                 parser_name: str | None = None, camera_source: CameraSource | str = CameraSource.AUTO) -> None:
         from clevr_poc.perception.cameras import check_camera_source
 
         self.camera_source = check_camera_source(camera_source)
@@ -141,7 +141,7 @@ class Pipeline:
                         perception_path: str | os.PathLike[str] | None = None,
                         parser_path: str | os.PathLike[str] | None = None, constraint_decoding: bool = True,
                         reasoner: Reasoner | None = None, name: str | None = None, device: Any = "auto",
-                        camera_source: str = "auto") -> "Pipeline":
+                        camera_source: CameraSource | str = CameraSource.AUTO) -> "Pipeline":
         """Load the shipped (or given) checkpoints.
 
         Args:

@@ -23,25 +23,36 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from enum import StrEnum
 from typing import Any, Mapping
 
 from clevr_poc.errors import FormatError
 from clevr_poc.rendering.geometry import CAMERA_PRESETS, Camera, camera_preset
 from clevr_poc.scene import Scene
 
-#: Where the camera of an image comes from (module doc); ``auto`` is the default.
-CAMERA_SOURCES: tuple[str, ...] = ("auto", "from-scene", *sorted(CAMERA_PRESETS))
-DEFAULT_CAMERA_SOURCE = "auto"
+class CameraSource(StrEnum):
+    """Where the camera of an image comes from (module doc); the values are those of ``--camera``."""
+
+    AUTO = "auto"
+    FROM_SCENE = "from-scene"
+    OFFICIAL = "official"
+    OURS = "ours"
+
+
+#: The values of :class:`CameraSource` (the presets' names among them), in ``--camera`` order.
+CAMERA_SOURCES: tuple[str, ...] = tuple(source.value for source in CameraSource)
+DEFAULT_CAMERA_SOURCE = CameraSource.AUTO
 #: The preset of images that come without a camera (the official release's).
 FALLBACK_PRESET = "official"
 
 
-def check_camera_source(source: str) -> str:
-    """``source`` when it is one of :data:`CAMERA_SOURCES`; :class:`FormatError` otherwise."""
-    if source not in CAMERA_SOURCES:
+def check_camera_source(source: CameraSource | str) -> CameraSource:
+    """``source`` as a :class:`CameraSource` (a member or its value); :class:`FormatError` otherwise."""
+    try:
+        return CameraSource(source)
+    except ValueError:
         raise FormatError(f"unknown camera source; expected one of {list(CAMERA_SOURCES)}", field="camera",
-                          value=source)
-    return source
+                          value=source) from None
 
 
 def as_camera(camera: Any, *, source: object = None) -> Camera:
@@ -97,7 +108,7 @@ def fit_camera(camera: Camera, width: int, height: int, *, source: object = None
     return Camera(tuple(map(tuple, K)), camera.world_to_camera, int(width), int(height))
 
 
-def camera_spec(scene: Any = None, camera_source: str = DEFAULT_CAMERA_SOURCE, *, source: object = None
+def camera_spec(scene: Any = None, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE, *, source: object = None
                 ) -> Camera | str:
     """The camera a scene's image was taken with, before its size is known: the scene's own
     :class:`Camera`, or a preset name (module doc; what ``Perception(image, camera=...)`` accepts).
@@ -105,13 +116,13 @@ def camera_spec(scene: Any = None, camera_source: str = DEFAULT_CAMERA_SOURCE, *
     Raises:
         FormatError: an unknown source, ``from-scene`` without a camera in the scene, or a malformed one.
     """
-    check_camera_source(camera_source)
-    if camera_source in CAMERA_PRESETS:
-        return camera_source
+    camera_source = check_camera_source(camera_source)
+    if camera_source.value in CAMERA_PRESETS:
+        return camera_source.value
     found = scene_camera(scene, source=source) if scene is not None else None
     if found is not None:
         return found
-    if camera_source == "from-scene":
+    if camera_source is CameraSource.FROM_SCENE:
         raise FormatError("the scene has no camera (the official release's scenes carry none): use camera "
                           f"source 'auto' or a preset ({', '.join(sorted(CAMERA_PRESETS))})", source=source,
                           field="camera")
@@ -119,7 +130,7 @@ def camera_spec(scene: Any = None, camera_source: str = DEFAULT_CAMERA_SOURCE, *
 
 
 def resolve_camera(width: int, height: int, *, camera: Any = None, scene: Any = None,
-                   camera_source: str = DEFAULT_CAMERA_SOURCE, source: object = None) -> Camera:
+                   camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE, source: object = None) -> Camera:
     """The camera of an image of ``width`` x ``height`` pixels.
 
     Args:
@@ -141,7 +152,7 @@ def resolve_camera(width: int, height: int, *, camera: Any = None, scene: Any = 
     return fit_camera(as_camera(spec, source=source), width, height, source=source)
 
 
-def camera_argument(camera: Any, camera_source: str = DEFAULT_CAMERA_SOURCE) -> Camera | str:
+def camera_argument(camera: Any, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE) -> Camera | str:
     """The camera an image was rendered with: a :class:`~clevr_poc.rendering.geometry.Camera`, or a preset
     name that perception builds at the image's size (:mod:`clevr_poc.perception.cameras`).
 

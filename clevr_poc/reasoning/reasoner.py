@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Iterable
 
 from clevr_poc.answer import Answer
@@ -40,6 +41,13 @@ QueryLike = str | Question | SanitizedQuery
 #: Fewest query variables a compiled program is grounded for: a 1-slot program solves no faster than
 #: a 2-slot one, so one- and two-variable questions share it.
 MIN_SLOTS = 2
+
+
+class ReasonerMode(StrEnum):
+    """How the Reasoner solves (module doc); the values are those of ``answer --mode``."""
+
+    COMPILED = "compiled"
+    DIRECT = "direct"
 
 
 @dataclass(frozen=True)
@@ -69,15 +77,17 @@ class Reasoner:
     read).
     """
 
-    MODES = ("compiled", "direct")
+    MODES: tuple[str, ...] = tuple(mode.value for mode in ReasonerMode)
 
-    def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True, mode: str = "compiled",
+    def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True,
+                 mode: ReasonerMode | str = ReasonerMode.COMPILED,
                  cache_size: int = 64, isolate: bool = True,
                  max_object_variables: int = MAX_OBJECT_VARIABLES) -> None:
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
         if mode not in self.MODES:
             raise ValueError(f"mode must be one of {self.MODES}, got {mode!r}")
+        mode = ReasonerMode(mode)
         self.time_limit = float(time_limit)
         self.rename_head = rename_head
         self.mode = mode
@@ -122,7 +132,7 @@ class Reasoner:
         checked = self.sanitize(query)
         facts = self.scene_facts(environment, scene)
         result = None
-        if self.mode == "compiled":
+        if self.mode is ReasonerMode.COMPILED:
             result = self._solve_compiled(environment, scene, checked)
         if result is None:
             self.counts["direct"] += 1
