@@ -67,6 +67,7 @@ from clevr_poc.model_folders import (  # noqa: F401  (public names of clevr_poc.
 )
 from clevr_poc.perception.cameras import CameraSource, camera_argument as as_camera
 from clevr_poc.pipeline_inputs import PipelineInput, as_environment, as_image, as_scene  # noqa: F401
+from clevr_poc.parsing.query_parser import FunctionParser, QueryParser
 from clevr_poc.progress import progress_bar
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
@@ -89,16 +90,17 @@ class Pipeline:
             :class:`clevr_poc.perception.Perception`), or None for ``scene_source="given"``. :meth:`perceive`
             passes a uint8 (H, W, 3) array and the camera fitted to it; :meth:`predict_batch` the example's
             image path and camera (a Camera or a preset name, which Perception fits itself).
-        parser: an object with ``parse_batch(questions)`` or ``parse(question)`` giving query texts
-            (:class:`~clevr_poc.parsing.BiLSTMParser`) or ``ParseResult`` objects
-            (:class:`~clevr_poc.parsing.llm_parser.LLMParser`; one without ``asp_query`` is a failure with
-            the parser's reason), or a callable ``question -> str | None``; None for ``parser="given"``
-            (the question's gold ``asp_query``).
+        parser: a :class:`~clevr_poc.parsing.QueryParser` (:class:`~clevr_poc.parsing.BiLSTMParser`,
+            :class:`~clevr_poc.parsing.llm_parser.LLMParser`: ``parse_queries(questions)`` gives a
+            :class:`~clevr_poc.parsing.ParseResult` per question; one without ``asp_query`` is a failure with
+            the parser's reason), or a function ``question -> str | None`` (wrapped in a
+            :class:`~clevr_poc.parsing.FunctionParser`); None for ``parser="given"`` (the question's gold
+            ``asp_query``).
         reasoner: the :class:`Reasoner` (default: a new one, compiled mode, 10 s per solve).
         constraint_decoding: decode the perceived scene within the environment's constraints (paper §5;
             default True) rather than by argmax.
         name: model name in evaluation reports (default ``"NS-VQA (<scene source> scene, <parser_name> ASP)"``).
-        parser_name: the parser's name in ``name`` (default: :func:`parser_label`, ``"given"`` without one).
+        parser_name: the parser's name in ``name`` (default: the parser's ``name``, ``"given"`` without one).
         camera_source: the camera of images whose scene has none or that come without one (module doc;
             ``"auto"``: the scene's own, else the official camera).
 
@@ -107,23 +109,20 @@ class Pipeline:
         FormatError: an unknown camera source.
     """
 
-    def __init__(self, perception: Callable[..., Scene] | None = None, parser: Any = None, *,
+    def __init__(self, perception: Callable[..., Scene | None] | None = None,
+                 parser: QueryParser | Callable[[str], str | None] | None = None, *,
                  reasoner: Reasoner | None = None, constraint_decoding: bool = True, name: str | None = None,
                  parser_name: str | None = None, camera_source: CameraSource | str = CameraSource.AUTO) -> None:
         from clevr_poc.perception.cameras import check_camera_source
 
         self.camera_source = check_camera_source(camera_source)
-        if parser is not None and not any(callable(c) for c in (parser, getattr(parser, "parse", None),
-                                                                getattr(parser, "parse_batch", None))):
-            raise PipelineError("parser must have parse_batch(questions) or parse(question), or be callable, got "
-                                f"{type(parser).__name__}")
+        self.parser: QueryParser | None = None if parser is None else as_query_parser(parser)
         if perception is not None and not callable(perception):
             raise PipelineError(f"perception must be callable, got {type(perception).__name__}")
         self.perception = perception
-        self.parser = parser
         self.reasoner = reasoner or Reasoner()
         self.constraint_decoding = bool(constraint_decoding)
-        self.parser_name = parser_name or ("given" if parser is None else parser_label(parser))
+        self.parser_name = parser_name or ("given" if self.parser is None else self.parser.name)
         self.name = name or f"NS-VQA ({self.scene_source} scene, {self.parser_name} ASP)"
 
     def __repr__(self) -> str:
@@ -177,7 +176,7 @@ class Pipeline:
 
             perception = Perception.from_pretrained(folders[PERCEPTION_DIR], device=device)
 
-        question_parser: Any = None
+        question_parser: QueryParser | None = None
         if PARSER_DIR in folders:
             _require("torch", "vision", "the BiLSTM parser")
             from clevr_poc.parsing.seq2seq import BiLSTMParser
@@ -187,13 +186,12 @@ class Pipeline:
             from clevr_poc.parsing.llm_parser import LLMParser
 
             question_parser = LLMParser(llm_backend if llm_backend is not None else "local")
-        label = {"bilstm": "BiLSTM", "llm": parser_label(question_parser) if question_parser else "LLM",
-                 "given": "gold"}[parser]
+        label = "gold" if question_parser is None else question_parser.name
         return cls(perception, question_parser, reasoner=reasoner, constraint_decoding=constraint_decoding,
                    name=name, parser_name=label, camera_source=camera_source)
 
     @classmethod
-    def gold(cls, parser: Any = None, *, parser_name: str | None = None, reasoner: Reasoner | None = None,
+    def gold(cls, parser: QueryParser | Callable[[str], str | None] | None = None, *, parser_name: str | None = None, reasoner: Reasoner | None = None,
              name: str | None = None) -> "Pipeline":
         """NS-VQA on the gold partial scene: the paper's setting, "assuming 100% accuracy in image
         perception" (§4.3, RQ2). No model, no torch.
@@ -201,7 +199,7 @@ class Pipeline:
         Args:
             parser: the question parser (see :class:`Pipeline`); None: the question's gold ``asp_query``
                 (gold scene + gold ASP reproduces the labelling pipeline: a self-check, it must score 1.0).
-            parser_name: the parser's name in ``name`` (default: :func:`parser_label`).
+            parser_name: the parser's name in ``name`` (default: the parser's ``name``).
             reasoner: see :class:`Pipeline`.
             name: model name in reports (default ``"NS-VQA (gold scene, gold ASP)"``, with a parser
                 ``"NS-VQA (gold scene, <parser_name>)"``).
@@ -209,9 +207,10 @@ class Pipeline:
         Raises:
             PipelineError: a parser that cannot be called.
         """
-        label = "gold" if parser is None else parser_name or parser_label(parser)
-        default = f"NS-VQA (gold scene, {'gold ASP' if parser is None else label})"
-        return cls(None, parser, reasoner=reasoner, name=name or default, parser_name=label)
+        checked = None if parser is None else as_query_parser(parser)
+        label = "gold" if checked is None else parser_name or checked.name
+        default = f"NS-VQA (gold scene, {'gold ASP' if checked is None else label})"
+        return cls(None, checked, reasoner=reasoner, name=name or default, parser_name=label)
 
     # ------------------------------------------------------------------ the steps
     def parse(self, question: Any) -> str:
@@ -250,8 +249,8 @@ class Pipeline:
 
     def parse_many(self, texts: Sequence[str]) -> list[str | QuestionParseError]:
         """The query of each question text, or a :class:`QuestionParseError` naming why there is none
-        (``"no valid ASP query: <the LLM parser's reason>"``, ``"the parser returned no text"``), in one
-        ``parse_batch`` call when the parser has one (one batched BiLSTM decode).
+        (``"no valid ASP query: <the parser's reason>"``), in one ``parse_queries`` call (one batched BiLSTM
+        decode).
 
         Raises:
             PipelineError: the pipeline has no question parser (``parser="given"``).
@@ -261,25 +260,12 @@ class Pipeline:
         if self.parser is None:
             raise PipelineError("this pipeline has no question parser (parser='given')")
         texts = list(texts)
-        batch = getattr(self.parser, "parse_batch", None)
-        if batch is not None:  # BiLSTMParser: strings; LLMParser: ParseResults
-            results: list[Any] = list(batch(texts))
-        else:
-            parse = getattr(self.parser, "parse", None) or self.parser
-            results = [parse(text) for text in texts]
+        results = self.parser.parse_queries(texts)
         if len(results) != len(texts):
             raise FormatError(f"the parser returned {len(results)} results for {len(texts)} questions",
-                              field="parse_batch", value=len(results))
-        out: list[str | QuestionParseError] = []
-        for result in results:
-            if hasattr(result, "asp_query") and not isinstance(result, str):  # LLMParser's ParseResult
-                if result.asp_query is None:
-                    out.append(QuestionParseError(f"no valid ASP query: {result.error or 'no reply'}"))
-                    continue
-                result = result.asp_query
-            out.append(result if isinstance(result, str) and result.strip()
-                       else QuestionParseError("the parser returned no text"))
-        return out
+                              field="parse_queries", value=len(results))
+        return [result.asp_query if result.asp_query is not None and result.asp_query.strip()
+                else QuestionParseError(f"no valid ASP query: {result.error or 'no reply'}") for result in results]
 
     def perceive(self, image: Any, camera: Any = None, environment: Any = None) -> Scene:
         """The partial scene seen in ``image`` (constraint-aware in ``environment`` when the pipeline
@@ -512,15 +498,25 @@ def _question_text(question: Any) -> str:
     return text
 
 
-def parser_label(parser: Any) -> str:
-    """A question parser's name in model names: ``"BiLSTM"``, ``"LLM <backend name>"``, else the parser's
-    ``name``, ``__name__`` or class name."""
-    if type(parser).__name__ == "BiLSTMParser":
-        return "BiLSTM"
-    if type(parser).__name__ == "LLMParser":
-        backend = getattr(parser, "backend", None)
-        return f"LLM {getattr(backend, 'name', '') or ''}".strip()
-    return getattr(parser, "name", None) or getattr(parser, "__name__", None) or type(parser).__name__
+def as_query_parser(parser: QueryParser | Callable[[str], str | None]) -> QueryParser:
+    """``parser`` as a :class:`~clevr_poc.parsing.QueryParser`: itself, or a function ``question -> str |
+    None`` wrapped in a :class:`~clevr_poc.parsing.FunctionParser`.
+
+    Raises:
+        PipelineError: neither.
+    """
+    if isinstance(parser, QueryParser):
+        return parser
+    if callable(parser):
+        return FunctionParser(parser)
+    raise PipelineError("parser must be a QueryParser (name, parse_queries(questions)) or a function question -> "
+                        f"query text, got {type(parser).__name__}")
+
+
+def parser_label(parser: QueryParser | Callable[[str], str | None]) -> str:
+    """A question parser's name in model names: ``"BiLSTM"``, ``"LLM <backend name>"``, a function's
+    ``__name__`` (:attr:`QueryParser.name <clevr_poc.parsing.QueryParser.name>`)."""
+    return as_query_parser(parser).name
 
 
 def _raise_backend_error(exc: ClevrPocError) -> None:
@@ -562,6 +558,6 @@ def _short(exc: BaseException, limit: int = 160) -> str:
 
 __all__ = [
     "CheckpointNotFoundError", "MODELS_ENV", "PARSERS", "Pipeline", "PipelineError", "PipelineInput",
-    "QuestionParseError", "SCENE_SOURCES", "as_camera", "as_environment", "as_image", "as_scene",
+    "QuestionParseError", "SCENE_SOURCES", "as_camera", "as_query_parser", "as_environment", "as_image", "as_scene",
     "check_checkpoints", "default_models_dir", "parser_label", "reasoned_prediction",
 ]
