@@ -2,13 +2,10 @@
 :class:`GroupScore` and :class:`EvaluationReport` (paper §4.2); the model protocol of the one evaluator,
 ``evaluate(model, examples) -> EvaluationReport`` (:mod:`clevr_poc.evaluation.evaluator`).
 
-A *model* is any object with ``predict(example) -> set[str] | None`` (None: the model produced no
-parseable answer, a *parse failure*). Optional, used when present (first match wins):
-
-- ``predict_batch(examples) -> list[set[str] | None | Prediction]`` — called with up to ``batch_size``
-  examples at a time;
-- ``predict_detailed(example) -> Prediction`` — the values plus why a prediction failed and the raw
-  model output, kept in the report.
+A *model* is a :class:`clevr_poc.evaluation.Model` (:mod:`clevr_poc.evaluation.model`): a ``name`` and
+``predict_batch(examples) -> list[Prediction]``, called with up to ``batch_size`` examples at a time; a
+:class:`Prediction` holds the values (None: the model produced no parseable answer, a *parse failure*),
+why a prediction failed and the raw model output, kept in the report.
 
 An *example* is a :class:`clevr_poc.dataset_reader.Example` or anything with the same attributes:
 ``question`` (:class:`~clevr_poc.question.Question` with its gold ``answer``), ``environment``,
