@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from clevr_poc import domain
 from clevr_poc.environments import Constraint, Environment
 from clevr_poc.environments.environment import BACKGROUND_DESCRIPTION
-from clevr_poc.evaluation.model import ExampleModel
+from clevr_poc.evaluation.model_protocol import ExampleModel
 from clevr_poc.evaluation.report import Prediction
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 

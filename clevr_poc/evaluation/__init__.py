@@ -9,8 +9,8 @@
     write_outputs(report, "results/")         # report.json, table2.md, breakdowns.md, plots/
 
 See :mod:`clevr_poc.evaluation.metrics` for the edge cases (both sets empty -> Jaccard 1.0; a parse
-failure scores 0), :mod:`clevr_poc.evaluation.model` for the model protocol, :mod:`clevr_poc.evaluation.report`
-for the breakdowns (:mod:`.evaluator` runs a model, :mod:`.precomputed` scores predictions already made, :mod:`.checkpoint`
+failure scores 0), :mod:`clevr_poc.evaluation.model_protocol` for the model protocol,
+:mod:`clevr_poc.evaluation.report` for the breakdowns (:mod:`.evaluator` runs a model, :mod:`.precomputed` scores predictions already made, :mod:`.checkpoint`
 resumes a run).
 """
 
@@ -21,7 +21,7 @@ from clevr_poc.evaluation.metrics import (
 from clevr_poc.evaluation.outputs import write_outputs
 from clevr_poc.evaluation.checkpoint import Checkpoint
 from clevr_poc.evaluation.evaluator import evaluate, example_key, model_name, score_example
-from clevr_poc.evaluation.model import ExampleModel, FunctionModel, Model
+from clevr_poc.evaluation.model_protocol import ExampleModel, FunctionModel, Model
 from clevr_poc.evaluation.precomputed import PredictionTable, score_predictions
 from clevr_poc.evaluation.report import (
     BREAKDOWNS, EvaluationReport, ExampleResult, GroupScore, Prediction, normalize_prediction,

@@ -11,7 +11,7 @@ from clevr_poc import domain
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.checkpoint import Checkpoint
 from clevr_poc.evaluation.metrics import exact_match, jaccard_index
-from clevr_poc.evaluation.model import Model
+from clevr_poc.evaluation.model_protocol import Model
 from clevr_poc.evaluation.report import (
     PARSE_FAILURE_POLICIES, UNKNOWN, EvaluationReport, ExampleResult, Prediction, normalize_prediction,
 )

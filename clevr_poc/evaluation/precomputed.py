@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.evaluator import evaluate, example_key
-from clevr_poc.evaluation.model import ExampleModel
+from clevr_poc.evaluation.model_protocol import ExampleModel
 from clevr_poc.evaluation.report import EvaluationReport, Prediction
 
 if TYPE_CHECKING:

@@ -2,8 +2,8 @@
 :class:`GroupScore` and :class:`EvaluationReport` (paper §4.2); the model protocol of the one evaluator,
 ``evaluate(model, examples) -> EvaluationReport`` (:mod:`clevr_poc.evaluation.evaluator`).
 
-A *model* is a :class:`clevr_poc.evaluation.Model` (:mod:`clevr_poc.evaluation.model`): a ``name`` and
-``predict_batch(examples) -> list[Prediction]``, called with up to ``batch_size`` examples at a time; a
+A *model* is a :class:`clevr_poc.evaluation.Model` (:mod:`clevr_poc.evaluation.model_protocol`): a
+``name`` and ``predict_batch(examples) -> list[Prediction]``, called with up to ``batch_size`` examples at a time; a
 :class:`Prediction` holds the values (None: the model produced no parseable answer, a *parse failure*),
 why a prediction failed and the raw model output, kept in the report.
 
