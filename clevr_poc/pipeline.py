@@ -56,9 +56,10 @@ scene has more objects than the environment allows, or the solver timed out. An 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from clevr_poc.answer import Answer
+from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.model_folders import (  # noqa: F401  (public names of clevr_poc.pipeline)
@@ -66,15 +67,20 @@ from clevr_poc.model_folders import (  # noqa: F401  (public names of clevr_poc.
     _require, check_checkpoints, default_models_dir,
 )
 from clevr_poc.perception.cameras import CameraSource, camera_argument as as_camera
-from clevr_poc.pipeline_inputs import PipelineInput, as_environment, as_image, as_scene  # noqa: F401
+from clevr_poc.pipeline_inputs import (  # noqa: F401
+    CameraInput, EnvironmentInput, ImageInput, PipelineInput, QuestionInput, SceneInput, as_environment, as_image,
+    as_scene,
+)
 from clevr_poc.parsing.query_parser import FunctionParser, QueryParser
 from clevr_poc.progress import progress_bar
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
+from clevr_poc.scene_sources import GoldScenes, PerceivedScenes, PerceptionFunction, SceneSource
 
 if TYPE_CHECKING:
     from clevr_poc.evaluation.report import Prediction
+    from clevr_poc.llm.base import ChatBackend
 
 
 class QuestionParseError(PipelineError):
@@ -103,16 +109,20 @@ class Pipeline:
         parser_name: the parser's name in ``name`` (default: the parser's ``name``, ``"given"`` without one).
         camera_source: the camera of images whose scene has none or that come without one (module doc;
             ``"auto"``: the scene's own, else the official camera).
+        scenes: where :meth:`predict_batch` gets each example's partial scene (a
+            :class:`~clevr_poc.scene_sources.SceneSource`); default: :class:`~clevr_poc.scene_sources.GoldScenes`
+            without perception, else :class:`~clevr_poc.scene_sources.PerceivedScenes` of ``perception``.
 
     Raises:
         PipelineError: a parser or perception that cannot be called.
         FormatError: an unknown camera source.
     """
 
-    def __init__(self, perception: Callable[..., Scene | None] | None = None,
+    def __init__(self, perception: PerceptionFunction | None = None,
                  parser: QueryParser | Callable[[str], str | None] | None = None, *,
                  reasoner: Reasoner | None = None, constraint_decoding: bool = True, name: str | None = None,
-                 parser_name: str | None = None, camera_source: CameraSource | str = CameraSource.AUTO) -> None:
+                 parser_name: str | None = None, camera_source: CameraSource | str = CameraSource.AUTO,
+                 scenes: SceneSource | None = None) -> None:
         from clevr_poc.perception.cameras import check_camera_source
 
         self.camera_source = check_camera_source(camera_source)
@@ -122,6 +132,10 @@ class Pipeline:
         self.perception = perception
         self.reasoner = reasoner or Reasoner()
         self.constraint_decoding = bool(constraint_decoding)
+        if scenes is None:
+            scenes = GoldScenes() if perception is None else PerceivedScenes(
+                perception, camera_source=self.camera_source, constraint_decoding=self.constraint_decoding)
+        self.scenes: SceneSource = scenes
         self.parser_name = parser_name or ("given" if self.parser is None else self.parser.name)
         self.name = name or f"NS-VQA ({self.scene_source} scene, {self.parser_name} ASP)"
 
@@ -130,16 +144,16 @@ class Pipeline:
 
     @property
     def scene_source(self) -> str:
-        """``"perception"`` or ``"given"``."""
-        return "given" if self.perception is None else "perception"
+        """``"perception"`` or ``"given"`` (the kind of :attr:`scenes`)."""
+        return self.scenes.kind.value
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_pretrained(cls, path_or_name: str | os.PathLike[str] | None = None, *, scene_source: str = "perception",
-                        parser: str = "bilstm", llm_backend: Any = None,
+                        parser: str = "bilstm", llm_backend: "ChatBackend | str | None" = None,
                         perception_path: str | os.PathLike[str] | None = None,
                         parser_path: str | os.PathLike[str] | None = None, constraint_decoding: bool = True,
-                        reasoner: Reasoner | None = None, name: str | None = None, device: Any = "auto",
+                        reasoner: Reasoner | None = None, name: str | None = None, device: str = "auto",
                         camera_source: CameraSource | str = CameraSource.AUTO) -> "Pipeline":
         """Load the shipped (or given) checkpoints.
 
@@ -213,7 +227,7 @@ class Pipeline:
         return cls(None, checked, reasoner=reasoner, name=name or default, parser_name=label)
 
     # ------------------------------------------------------------------ the steps
-    def parse(self, question: Any) -> str:
+    def parse(self, question: QuestionInput) -> str:
         """The ASP query of ``question`` (text or :class:`Question`).
 
         With ``parser="given"`` the question must be a :class:`Question` with an ``asp_query``.
@@ -224,7 +238,7 @@ class Pipeline:
         """
         return self.parse_batch([question])[0]
 
-    def parse_batch(self, questions: Sequence[Any]) -> list[str]:
+    def parse_batch(self, questions: Sequence[QuestionInput]) -> list[str]:
         """:meth:`parse` of several questions, in one :meth:`parse_many` call (one batched BiLSTM decode).
 
         Raises:
@@ -267,7 +281,8 @@ class Pipeline:
         return [result.asp_query if result.asp_query is not None and result.asp_query.strip()
                 else QuestionParseError(f"no valid ASP query: {result.error or 'no reply'}") for result in results]
 
-    def perceive(self, image: Any, camera: Any = None, environment: Any = None) -> Scene:
+    def perceive(self, image: ImageInput, camera: CameraInput = None,
+                 environment: EnvironmentInput | None = None) -> Scene:
         """The partial scene seen in ``image`` (constraint-aware in ``environment`` when the pipeline
         decodes with constraints and an environment is given). ``camera``: see :func:`as_camera` (None or a
         scene without one: the pipeline's camera source, by default the official camera); it is fitted to
@@ -290,8 +305,9 @@ class Pipeline:
         return self.perception(array, cam, environment=env)
 
     # ------------------------------------------------------------------ answering
-    def answer(self, image: Any = None, question: Any = None, environment: Any = None, *, scene: Any = None,
-               camera: Any = None, query: str | None = None, explain: bool = True) -> Answer:
+    def answer(self, image: ImageInput | None = None, question: QuestionInput | None = None,
+               environment: EnvironmentInput | None = None, *, scene: SceneInput | None = None,
+               camera: CameraInput = None, query: str | None = None, explain: bool = True) -> Answer:
         """Answer one question about the hidden object of a partial scene.
 
         Args:
@@ -324,7 +340,7 @@ class Pipeline:
         used_scene = self._scene(image, env, scene, camera)
         return self._reason(env, used_scene, checked_query, explain)
 
-    def answer_batch(self, items: Iterable[Any], *, explain: bool = False, progress: bool = False) -> list[Answer]:
+    def answer_batch(self, items: Iterable[PipelineInput | Mapping[str, Any] | tuple[Any, ...] | Example], *, explain: bool = False, progress: bool = False) -> list[Answer]:
         """:meth:`answer` for many questions, in order; the questions are parsed in one batch.
 
         Args:
@@ -371,11 +387,11 @@ class Pipeline:
         return answers
 
     # ------------------------------------------------------------------ evaluator model protocol
-    def predict(self, example: Any) -> frozenset[str] | None:
+    def predict(self, example: Example) -> frozenset[str] | None:
         """The predicted answer set of a dataset example, or None when the pipeline failed (module doc)."""
         return self.predict_detailed(example).values
 
-    def predict_detailed(self, example: Any) -> "Prediction":
+    def predict_detailed(self, example: Example) -> "Prediction":
         """:meth:`predict` with the failure reason and the ASP query that ran (``raw``), for
         :func:`clevr_poc.evaluation.evaluate`.
 
@@ -384,7 +400,7 @@ class Pipeline:
         """
         return self.predict_batch([example])[0]
 
-    def predict_batch(self, examples: Sequence[Any]) -> list["Prediction"]:
+    def predict_batch(self, examples: Sequence[Example]) -> list["Prediction"]:
         """The :class:`~clevr_poc.evaluation.Prediction` of each dataset example (``question``,
         ``environment``, ``partial_scene``, ``image_path``); the questions are parsed in one batch. A failure
         of one example (parser, perception, solver) is its prediction's ``error`` (module doc), not an
@@ -412,31 +428,19 @@ class Pipeline:
             out.append(reasoned_prediction(self.reasoner, example.environment, scene, query))
         return out
 
-    def scene_of(self, example: Any) -> Scene | None:
-        """The partial scene the pipeline answers a dataset example with: its gold ``partial_scene``
-        (``scene_source="given"``), else ``perception(image_path, camera, environment)`` with the camera of
-        :func:`~clevr_poc.perception.cameras.camera_spec` (following the pipeline's camera source) and the
-        example's environment when decoding with constraints. None when perception returned no Scene.
+    def scene_of(self, example: Example) -> Scene | None:
+        """The partial scene the pipeline answers a dataset example with (:attr:`scenes`): its gold
+        ``partial_scene`` (``scene_source="given"``), else ``perception(image_path, camera, environment)``
+        (:class:`~clevr_poc.scene_sources.PerceivedScenes`). None when perception returned no Scene.
 
         Raises:
             FormatError: the example has no rendered image; ``camera_source="from-scene"`` and its scene has
                 no camera.
             ClevrPocError: what perception raised.
         """
-        if self.perception is None:
-            return example.partial_scene
-        from clevr_poc.perception.cameras import camera_spec
+        return self.scenes.scene_of(example)
 
-        if example.image_path is None:
-            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
-                              field="image_path")
-        camera = camera_spec(example.partial_scene, self.camera_source,
-                             source=getattr(example, "scene_path", None) or example.image_path)
-        environment = example.environment if self.constraint_decoding else None
-        scene = self.perception(example.image_path, camera, environment)
-        return scene if isinstance(scene, Scene) else None
-
-    def _example_queries(self, examples: Sequence[Any]) -> list[Any]:
+    def _example_queries(self, examples: Sequence[Example]) -> list["str | Prediction"]:
         """The query of each example (its gold ``asp_query`` without a parser), or a failed Prediction."""
         from clevr_poc.evaluation.report import Prediction
 
@@ -444,7 +448,7 @@ class Pipeline:
             return [example.question.asp_query for example in examples]
         texts = [example.question.text for example in examples]
         try:
-            parsed: list[Any] = list(self.parse_many(texts))
+            parsed: list[str | ClevrPocError] = list(self.parse_many(texts))
         except ClevrPocError as exc:  # one bad question: parse them one by one to find it
             _raise_backend_error(exc)
             parsed = [self._parse_one(text) for text in texts]
@@ -459,14 +463,15 @@ class Pipeline:
             return exc
 
     # ------------------------------------------------------------------ helpers
-    def _input(self, item: Any, index: int) -> PipelineInput:
+    def _input(self, item: PipelineInput | Mapping[str, Any] | tuple[Any, ...] | Example, index: int
+               ) -> PipelineInput:
         try:
             return PipelineInput.of(item, scene_given=self.perception is None)
         except ClevrPocError as exc:
             exc.add_note(f"in item {index}")
             raise
 
-    def _query(self, question: Any, query: str | None) -> str:
+    def _query(self, question: QuestionInput | None, query: str | None) -> str:
         if query is not None:
             if not isinstance(query, str) or not query.strip():
                 raise FormatError("query must be a non-empty ASP rule text", field="query",
@@ -476,7 +481,8 @@ class Pipeline:
             raise FormatError("no question: pass question= (text or Question) or query=", field="question")
         return self.parse(question)
 
-    def _scene(self, image: Any, environment: Environment, scene: Any, camera: Any) -> Scene:
+    def _scene(self, image: ImageInput | None, environment: Environment, scene: SceneInput | None,
+               camera: CameraInput) -> Scene:
         if scene is not None:
             return as_scene(scene)
         if self.perception is None:
@@ -490,7 +496,7 @@ class Pipeline:
         return self.reasoner.answer(environment, scene, query)
 
 
-def _question_text(question: Any) -> str:
+def _question_text(question: QuestionInput) -> str:
     text = question.text if isinstance(question, Question) else question
     if not isinstance(text, str) or not text.strip():
         raise FormatError("a question is a non-empty string or a clevr_poc.Question", field="question",
