@@ -28,7 +28,7 @@ from typing import Any, Callable, TypeVar
 
 from clevr_poc import domain
 from clevr_poc.answer import Answer
-from clevr_poc.commands.shared import add_command
+from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.environments import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.examples import EXAMPLES, load_example
@@ -48,7 +48,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``answer`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,

@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from clevr_poc.commands.shared import add_command
+from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.errors import ClevrPocError
 
 _EPILOG = """examples:
@@ -26,7 +26,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``render`` sub-command (sets ``func=run``)."""
     from clevr_poc.rendering.render import DEFAULT_ENGINE, DEFAULT_SAMPLES
     from clevr_poc.rendering.styles import COLOUR_SPACES, DEFAULT_STYLE, STYLE_NAMES
