@@ -174,7 +174,7 @@ def run_scienceqa_command(args: argparse.Namespace) -> int:
         result = run_scienceqa(dataset, backend, split=args.split, prompt_format=args.prompt, shots=args.shots,
                                seed=args.seed, use_caption=args.use_caption, limit=args.limit,
                                max_tokens=args.max_tokens, output_path=args.output, progress=not args.no_progress)
-        outputs = result["outputs"]
+        outputs = result.outputs
         name = args.name or backend.name
         rng = official_guess_rng(dataset, args.shots, args.seed)  # guesses as the official runner draws them
     model = load_similarity_model() if args.explanations and args.similarity else None
@@ -265,7 +265,7 @@ def _run_scienceqa(args: argparse.Namespace, backend: Any, name: str) -> tuple[d
                            shots=args.shots, seed=seed, limit=args.limit,
                            max_tokens=args.max_tokens or SCIENCEQA_MAX_TOKENS, output_path=args.out,
                            progress=not args.no_progress, images=args.images, workers=args.workers)
-    summary, items, _ = score_scienceqa(dataset, result["outputs"], mode=args.rule, policy=args.on_failure, seed=seed,
+    summary, items, _ = score_scienceqa(dataset, result.outputs, mode=args.rule, policy=args.on_failure, seed=seed,
                                         name=name, rng=official_guess_rng(dataset, args.shots, seed))
     columns = scienceqa_accuracy(dataset.problems, items)
     return summary, scienceqa_markdown(name, columns, summary["parse"])
