@@ -4,7 +4,7 @@ Perception turns a box into a ground position through the camera (:mod:`.box_geo
 camera of every image. Our renderer stores it in the scene JSON (``"camera"``); the official CLEVR-POC
 release does not (its scene JSON has ``directions`` but no camera matrix; ``OFFICIAL_RENDER.md``): its
 images were all taken by one fixed camera, the ``official`` preset of
-:data:`clevr_poc.rendering.geometry.CAMERA_PRESETS` (location (10.0, -6.50764, 5.34367), 21 mm lens on a
+:data:`clevr_poc.camera.CAMERA_PRESETS` (location (10.0, -6.50764, 5.34367), 21 mm lens on a
 32 mm sensor, aimed at the origin; 320 x 320).
 
 Camera sources (``--camera`` of the command lines, ``camera_source=`` of the Python API):
@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any, Mapping
 
 from clevr_poc.errors import FormatError
-from clevr_poc.rendering.geometry import CAMERA_PRESETS, Camera, camera_preset
+from clevr_poc.camera import CAMERA_PRESETS, Camera, camera_preset
 from clevr_poc.scene import Scene
 
 class CameraSource(StrEnum):
@@ -65,7 +65,7 @@ def as_camera(camera: Any, *, source: object = None) -> Camera:
         return camera
     if isinstance(camera, Mapping):
         return Camera.from_json(dict(camera), source=source)
-    raise FormatError("a camera is a clevr_poc.rendering.geometry.Camera, its JSON or a preset name "
+    raise FormatError("a camera is a clevr_poc.camera.Camera, its JSON or a preset name "
                       f"({', '.join(sorted(CAMERA_PRESETS))})", source=source, field="camera",
                       value=type(camera).__name__)
 
@@ -153,7 +153,7 @@ def resolve_camera(width: int, height: int, *, camera: Any = None, scene: Any = 
 
 
 def camera_argument(camera: Any, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE) -> Camera | str:
-    """The camera an image was rendered with: a :class:`~clevr_poc.rendering.geometry.Camera`, or a preset
+    """The camera an image was rendered with: a :class:`~clevr_poc.camera.Camera`, or a preset
     name that perception builds at the image's size (:mod:`clevr_poc.perception.cameras`).
 
     Accepts a Camera or its JSON (``{"K", "world_to_camera", "image_size"}``), which are used as they are;

@@ -42,7 +42,7 @@ from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
 from clevr_poc.perception.model_file import MODEL_FILE, read_model_file
-from clevr_poc.rendering.geometry import Camera, project
+from clevr_poc.camera import Camera, project
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 from clevr_poc.scene_metadata import ImageInfo, PerceptionInfo
 
@@ -231,7 +231,7 @@ class Perception:
 
     def __call__(self, image: Any, camera: Any = None, environment: Environment | None = None) -> Scene:
         """Perceive one image: ``image`` is a path, a PIL image or a uint8 (H, W, 3) array (float in [0, 1]
-        accepted) of any size; ``camera`` a :class:`~clevr_poc.rendering.geometry.Camera`, its JSON (the
+        accepted) of any size; ``camera`` a :class:`~clevr_poc.camera.Camera`, its JSON (the
         scene JSON's ``camera``), a preset name (``"official"``, ``"ours"``) or None (the official camera,
         that of the release's images), fitted to the image's size. With ``environment``,
         constraint-aware decoding (:mod:`.decoding`).

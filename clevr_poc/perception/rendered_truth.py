@@ -25,7 +25,7 @@ from clevr_poc import domain
 from clevr_poc.dataset_reader import SPLIT_ALIASES
 from clevr_poc.errors import FormatError
 from clevr_poc.perception.cameras import CameraSource, check_camera_source, resolve_camera, scene_camera
-from clevr_poc.rendering.geometry import Camera
+from clevr_poc.camera import Camera
 from clevr_poc.scene import Scene
 
 #: Scene kinds of a dataset folder: partial scenes (the questions' images) and complete scenes.

@@ -8,13 +8,13 @@
     result.scene.to_file("scene_with_ground_truth.json")                    # masks, boxes, camera, ...
     report = check_visibility(scene, seed=7)                                # no Blender needed
 
-Modules: :mod:`.geometry` (camera, ``project``, ``image_to_ground``), :mod:`.shapes` (procedural
+Modules: :mod:`.geometry` (re-exports :mod:`clevr_poc.camera`: camera, ``project``, ``image_to_ground``), :mod:`.shapes` (procedural
 meshes), :mod:`.masks` (instance masks by ray casting, COCO RLE), :mod:`.render` (``render_scene``),
 :mod:`.blender` (the ``bpy`` scene). Only :mod:`.blender` touches ``bpy``, inside its functions, so
 everything here imports without Blender.
 """
 
-from clevr_poc.rendering.geometry import (
+from clevr_poc.camera import (
     CAMERA_PRESETS,
     Camera,
     camera_preset,
