@@ -101,7 +101,7 @@ class Camera:
                 "image_size": [self.width, self.height], "convention": "opencv"}
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "Camera":
+    def from_json(cls, data: object, *, source: object = None) -> "Camera":
         """Inverse of :meth:`to_json`; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping):
             raise FormatError("camera must be a JSON object", source=source, field="camera", value=data)

@@ -98,7 +98,7 @@ class Question:
         return match.group(2) if match else None
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "Question":
+    def from_json(cls, data: object, *, source: object = None) -> "Question":
         """Build from an official question JSON object; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping):
             raise FormatError("a question must be a JSON object", source=source, value=type(data).__name__)

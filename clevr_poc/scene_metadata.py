@@ -30,11 +30,11 @@ from clevr_poc.camera import Camera
 from clevr_poc.errors import FormatError
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _count(value: Any) -> bool:
+def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -104,7 +104,7 @@ class RenderInfo:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "RenderInfo":
+    def from_json(cls, data: object, *, source: object = None) -> "RenderInfo":
         """Read a ``render`` object; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping):
             raise FormatError("must be an object", source=source, field="render", value=type(data).__name__)
@@ -200,7 +200,7 @@ class GenerationCounts:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "GenerationCounts":
+    def from_json(cls, data: object, *, source: object = None) -> "GenerationCounts":
         """Read a ``generation`` object (missing counters are 0); raises :class:`FormatError` naming the
         field for a value that is not a count."""
         if not isinstance(data, Mapping):
@@ -250,7 +250,7 @@ class PerceptionInfo:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "PerceptionInfo":
+    def from_json(cls, data: object, *, source: object = None) -> "PerceptionInfo":
         """Read a ``perception`` object; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping) or not isinstance(data.get("decoding"), str):
             raise FormatError("must be an object with a 'decoding' string", source=source, field="perception",

@@ -46,7 +46,7 @@ def score_predictions(examples: Iterable["Example"], predictions: Mapping[str, A
     return evaluate(table, examples, progress=False, name=model, split=split, parse_failures=parse_failures)
 
 
-def _prediction_from_json(value: Any, key: str) -> Prediction:
+def _prediction_from_json(value: object, key: str) -> Prediction:
     if value is None:
         return Prediction(None, "null in the predictions file")
     if not isinstance(value, list):

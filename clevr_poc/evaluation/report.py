@@ -112,7 +112,7 @@ class ExampleResult:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "ExampleResult":
+    def from_json(cls, data: object, *, source: object = None) -> "ExampleResult":
         if not isinstance(data, Mapping):
             raise FormatError("an example result must be a JSON object", source=source, value=data)
         try:
@@ -289,7 +289,7 @@ class EvaluationReport:
         return atomic_write_json(path, self.to_json(examples=examples), indent=1)
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "EvaluationReport":
+    def from_json(cls, data: object, *, source: object = None) -> "EvaluationReport":
         """Rebuild a report written by :meth:`to_json` (with ``examples=True``).
 
         Raises:
@@ -310,7 +310,7 @@ class EvaluationReport:
         return cls.from_json(read_json(path), source=Path(path))
 
 
-def normalize_prediction(value: Any, *, where: str = "prediction") -> Prediction:
+def normalize_prediction(value: object, *, where: str = "prediction") -> Prediction:
     """Turn a model's return value into a :class:`Prediction`.
 
     Accepts None, a :class:`Prediction`, or a set / frozenset / list / tuple of strings.

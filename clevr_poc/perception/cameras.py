@@ -24,11 +24,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Mapping, TypeAlias
 
 from clevr_poc.errors import FormatError
 from clevr_poc.camera import CAMERA_PRESETS, Camera, camera_preset
 from clevr_poc.scene import Scene
+
+#: A camera as the data gives it: a :class:`Camera`, its JSON (``{"K", "world_to_camera", "image_size"}``) or a
+#: preset name (:data:`~clevr_poc.camera.CAMERA_PRESETS`).
+CameraSpec: TypeAlias = "Camera | Mapping[str, object] | str"
+#: A scene that may carry a camera: a :class:`Scene` or its JSON mapping.
+SceneLike: TypeAlias = "Scene | Mapping[str, object]"
+
 
 class CameraSource(StrEnum):
     """Where the camera of an image comes from (module doc); the values are those of ``--camera``."""
@@ -55,7 +62,7 @@ def check_camera_source(source: CameraSource | str) -> CameraSource:
                           value=source) from None
 
 
-def as_camera(camera: Any, *, source: object = None) -> Camera:
+def as_camera(camera: object, *, source: object = None) -> Camera:
     """A :class:`Camera` from a Camera or its JSON (``{"K", "world_to_camera", "image_size"}``).
 
     Raises:
@@ -70,7 +77,7 @@ def as_camera(camera: Any, *, source: object = None) -> Camera:
                       value=type(camera).__name__)
 
 
-def scene_camera(scene: Any, *, source: object = None) -> Camera | None:
+def scene_camera(scene: SceneLike | None, *, source: object = None) -> Camera | None:
     """The camera a scene file carries (``"camera"``, written by ``python -m clevr_poc render``), or None.
 
     ``scene``: a :class:`~clevr_poc.scene.Scene` (its :attr:`~clevr_poc.scene.Scene.camera`, read with the
@@ -108,7 +115,7 @@ def fit_camera(camera: Camera, width: int, height: int, *, source: object = None
     return Camera(tuple(map(tuple, K)), camera.world_to_camera, int(width), int(height))
 
 
-def camera_spec(scene: Any = None, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE, *, source: object = None
+def camera_spec(scene: SceneLike | None = None, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE, *, source: object = None
                 ) -> Camera | str:
     """The camera a scene's image was taken with, before its size is known: the scene's own
     :class:`Camera`, or a preset name (module doc; what ``Perception(image, camera=...)`` accepts).
@@ -129,7 +136,7 @@ def camera_spec(scene: Any = None, camera_source: CameraSource | str = DEFAULT_C
     return FALLBACK_PRESET
 
 
-def resolve_camera(width: int, height: int, *, camera: Any = None, scene: Any = None,
+def resolve_camera(width: int, height: int, *, camera: CameraSpec | None = None, scene: SceneLike | None = None,
                    camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE, source: object = None) -> Camera:
     """The camera of an image of ``width`` x ``height`` pixels.
 
@@ -152,7 +159,7 @@ def resolve_camera(width: int, height: int, *, camera: Any = None, scene: Any = 
     return fit_camera(as_camera(spec, source=source), width, height, source=source)
 
 
-def camera_argument(camera: Any, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE) -> Camera | str:
+def camera_argument(camera: object, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE) -> Camera | str:
     """The camera an image was rendered with: a :class:`~clevr_poc.camera.Camera`, or a preset
     name that perception builds at the image's size (:mod:`clevr_poc.perception.cameras`).
 

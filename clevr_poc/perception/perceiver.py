@@ -36,7 +36,7 @@ from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
 from clevr_poc.perception import box_geometry as geo
-from clevr_poc.perception.cameras import FALLBACK_PRESET, as_camera, resolve_camera
+from clevr_poc.perception.cameras import FALLBACK_PRESET, CameraSpec, as_camera, resolve_camera
 from clevr_poc.perception.rendered_truth import load_image
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
@@ -122,7 +122,7 @@ class Perception:
     def __init__(self, detector: torch.nn.Module, attributes: AttributeNet, config: ModelConfig, *,
                  position_sigma: float = 0.3, score_threshold: float = DEFAULT_SCORE_THRESHOLD,
                  candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
-                 metadata: dict[str, Any] | None = None, device: Any = DEFAULT_DEVICE) -> None:
+                 metadata: dict[str, Any] | None = None, device: str | torch.device = DEFAULT_DEVICE) -> None:
         self.device = resolve_device(device)
         self.detector = detector.to(self.device).eval()
         self.attributes = attributes.to(self.device).eval()
@@ -213,7 +213,7 @@ class Perception:
             detections.append(Detection(tuple(box), candidate, offset))
         return detections
 
-    def decode(self, detections: Sequence[Detection], camera: Any, environment: Environment | None = None
+    def decode(self, detections: Sequence[Detection], camera: CameraSpec, environment: Environment | None = None
                ) -> Scene:
         """The scene of ``detections``: argmax decoding, or constraint-aware decoding in ``environment``.
 
