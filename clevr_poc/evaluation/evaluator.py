@@ -37,8 +37,8 @@ def example_groups(example: "Example") -> dict[str, str]:
         template = f"{question.template_filename}#{question.question_family_index}"
     else:
         template = UNKNOWN
-    complete = getattr(example, "complete_scene", None)
-    environment = getattr(example, "environment", None)
+    complete = example.complete_scene
+    environment = example.environment
     if complete is not None:
         num_objects = str(len(complete))
     elif environment is not None:
@@ -54,10 +54,7 @@ def example_groups(example: "Example") -> dict[str, str]:
 
 def example_key(example: "Example", position: int) -> str:
     """``image_filename`` of the example's question (or scene), else ``"#<position>"``."""
-    name = getattr(example.question, "image_filename", None)
-    if not name:
-        scene = getattr(example, "partial_scene", None)
-        name = getattr(scene, "image_filename", None)
+    name = example.question.image_filename or example.partial_scene.image_filename
     return name or f"#{position}"
 
 

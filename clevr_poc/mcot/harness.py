@@ -351,7 +351,7 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
                 raise FormatError("existing experiment file was made with another image mode; remove it or choose "
                                   "another --output", source=output_path, field="images", value=row.get("images"))
             done[previous.id] = row
-    name = getattr(backend, "name", "?")
+    name = backend.name or "?"
 
     def ordered() -> list[dict[str, Any]]:
         return [done[r.id] for r in chosen if r.id in done]
