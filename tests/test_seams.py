@@ -182,3 +182,39 @@ def test_prediction_is_unchanged_by_the_protocols():
     example = appendix_a_example()
     (prediction,) = Pipeline.gold().predict_batch([example])
     assert prediction == Prediction(example.question.answer, None, example.question.asp_query)
+
+
+# ---------------------------------------------------------------------------- render settings
+def test_one_settings_value_for_rendering():
+    from clevr_poc.errors import RenderError
+    from clevr_poc.render_settings import DEFAULT_STYLE_NAME, RenderSettings
+    from clevr_poc.rendering.styles import DEFAULT_STYLE
+    from clevr_poc.scene_metadata import RenderInfo
+
+    assert DEFAULT_STYLE_NAME == DEFAULT_STYLE
+    settings = RenderSettings().with_overrides(samples=4, assets=Path("data"))
+    assert settings.samples == 4 and settings.assets == "data" and settings.style == "official"
+    with pytest.raises(RenderError, match="unknown render setting"):
+        RenderSettings().with_overrides(sample=4)
+    used = RenderSettings(width=320, height=320, samples=4, colour_space="linear", camera_jitter=0.0,
+                          light_jitter=0.0, cone_lift=0.118, denoise=True, adaptive=False)
+    info = RenderInfo.of(used, 7, {"key": (1.23456789, 2.0, 3.0)})
+    assert list(info.to_json()) == ["engine", "samples", "denoise", "adaptive", "seed", "width", "height", "lights",
+                                    "style", "colour_space", "camera_jitter", "light_jitter", "cone_lift", "assets"]
+    assert info.lights == {"key": [1.234568, 2.0, 3.0]} and info.seed == 7
+    again = info.settings
+    assert (again.style, again.width, again.samples, again.adaptive, again.cone_lift) == ("official", 320, 4, False,
+                                                                                        0.118)
+    assert "style" not in RenderInfo.of(used, 7, {}, with_style=False).to_json()
+
+
+def test_render_tasks_carry_the_settings_value(tmp_path):
+    from clevr_poc.generation.dataset_writer import generate_dataset
+    from clevr_poc.render_settings import RenderSettings
+    from clevr_poc.rendering.batch_render import plan_tasks
+
+    generate_dataset(tmp_path, environments=1, scenes_per_environment=2, seed=3, splits={"test": 1.0},
+                     progress=False)
+    settings = RenderSettings(samples=2, style="ours")
+    tasks, done = plan_tasks(tmp_path, settings=settings)
+    assert done == 0 and len(tasks) == 2 and all(task.settings is settings for task in tasks)

@@ -25,6 +25,7 @@ from clevr_poc.camera import (
     project,
     project_points,
 )
+from clevr_poc.render_settings import RenderSettings
 from clevr_poc.rendering.masks import decode_rle, encode_rle, instance_index_map, mask_bbox
 from clevr_poc.rendering.render import (
     DEFAULT_ENGINE,
@@ -41,7 +42,7 @@ from clevr_poc.rendering.render import (
 )
 
 __all__ = [
-    "CAMERA_PRESETS", "Camera", "camera_preset", "official_camera", "DEFAULT_ENGINE", "DEFAULT_SAMPLES", "OffendingObject", "RenderError", "RenderResult", "RenderStats",
+    "CAMERA_PRESETS", "Camera", "camera_preset", "official_camera", "DEFAULT_ENGINE", "DEFAULT_SAMPLES", "OffendingObject", "RenderError", "RenderResult", "RenderSettings", "RenderStats",
     "VisibilityReport", "check_visibility", "decode_rle", "default_camera", "default_min_pixels", "encode_rle",
     "image_to_ground", "instance_index_map", "look_at", "mask_bbox", "project", "project_points", "render_scene",
     "scene_camera",
