@@ -205,7 +205,7 @@ def _model(args: argparse.Namespace) -> "Model":
 def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
     """NS-VQA (:class:`~clevr_poc.pipeline.Pipeline`) with the ``--scene`` / ``--query`` sources
     (checkpoints checked before anything runs)."""
-    from clevr_poc.pipeline import Pipeline, check_checkpoints, parser_label
+    from clevr_poc.pipeline import Pipeline, check_checkpoints
 
     if args.query != "llm" and args.backend:
         raise FormatError("--backend is used with --query llm (or --model llm-standalone) only", field="--backend",
@@ -246,7 +246,7 @@ def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
         parser = LLMParser(args.backend or "local", max_tokens=max_tokens)
     names = {"gold": "gold scene", "perception": "perception"}
     name = args.name or (f"NS-VQA ({names[args.scene]}, "
-                         f"{'gold ASP' if parser is None else parser_label(parser) + ' parser'})")
+                         f"{'gold ASP' if parser is None else parser.name + ' parser'})")
     return Pipeline(perception, parser, name=name, camera_source=args.camera)
 
 
