@@ -134,9 +134,10 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                           "(CUDA when present), cpu, cuda, cuda:N")
     vlm.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                      help="transformers:MODEL backends: auto = bf16/fp16 on CUDA, float32 on the CPU")
-    clip = parser.add_argument_group("clip-nl / clip-asp / clip-none")
-    clip.add_argument("--allow-missing-images", action="store_true",
-                      help="use a blank placeholder for unrendered images (default: error naming the file)")
+    parser.add_argument("--allow-missing-images", action="store_true",
+                        help="models that read images (ns-vqa --scene perception, vlm, clip-*): score a question "
+                             "whose image is missing or unreadable as a failure, its cause printed and in the "
+                             "report (default: stop with an error naming the file)")
     parser.add_argument("--out", metavar="DIR", help="write report.json, predictions.json, table2.md, breakdowns.md and plots/")
     parser.add_argument("--name", metavar="NAME", help="model name in the report and tables")
     parser.add_argument("--parse-failures", choices=("wrong", "exclude"), default="wrong",
@@ -284,6 +285,25 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_output_file(args.checkpoint, "--checkpoint")
 
 
+def _reads_images(args: argparse.Namespace) -> bool:
+    return (args.model in CLIP_MODELS or args.model == "vlm"
+            or (args.model == "ns-vqa" and args.scene == "perception"))
+
+
+def _image_failures(args: argparse.Namespace, examples: list[Any]) -> dict[int, str] | None:
+    """For models that read images: the questions whose image is missing or unreadable, each printed
+    (:mod:`clevr_poc.evaluation.image_checks`; without --allow-missing-images the first one is an error).
+    None for models that read no image."""
+    if not _reads_images(args):
+        return None
+    from clevr_poc.evaluation.image_checks import check_images
+
+    failures = check_images(examples, args.dataset, allow_missing=args.allow_missing_images)
+    for cause in failures.values():
+        print(f"image failure (scored as a failure): {cause}")
+    return failures
+
+
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.evaluation import evaluate, score_predictions, write_outputs
 
@@ -304,14 +324,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         from clevr_poc.experiment import program_accuracy, run_model
 
+        image_failures = _image_failures(args, examples)  # before any model is loaded
         model = _model(args)
+        if image_failures:
+            from clevr_poc.evaluation.image_checks import ImageCheckedModel
+
+            runner = ImageCheckedModel(model, image_failures)
+        else:
+            runner = model
         clip = args.model in CLIP_MODELS  # --checkpoint is the model folder, not a predictions file
-        run = run_model(model, examples, progress=args.progress, split=args.split, parse_failures=args.parse_failures,
-                        checkpoint=None if clip else args.checkpoint, batch_size=_batch_size(args))
+        run = run_model(runner, examples, progress=args.progress, split=args.split,
+                        parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
+                        batch_size=_batch_size(args))
         report = run.report
         extra = {**report.extra, "seconds": round(run.seconds, 3), "seconds_per_question": run.seconds_per_question}
         if run.cached:
             extra["from_checkpoint"] = run.cached
+        if image_failures is not None:
+            extra["image_failures"] = len(image_failures)
         if args.model == "ns-vqa" and args.query != "gold":
             accuracy = program_accuracy(report, examples)
             extra["program_accuracy"] = accuracy.to_json()
