@@ -14,16 +14,13 @@ import numpy as np
 from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
+from clevr_poc.image_files import ImageInput
 from clevr_poc.scene import Scene
 
 if TYPE_CHECKING:
-    from PIL.Image import Image as PILImage
-
     from clevr_poc.camera import Camera
     from clevr_poc.question import Question
 
-#: An image: a file path, a PIL image, or a numpy array (H, W, 3 or 4) of uint8 or of floats in [0, 1].
-ImageInput: TypeAlias = "str | os.PathLike[str] | np.ndarray | PILImage"
 #: An environment: an :class:`Environment` or the path of its ``.lp`` file.
 EnvironmentInput: TypeAlias = "Environment | str | os.PathLike[str]"
 #: A scene: a :class:`Scene`, its JSON mapping or the path of its JSON file.

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from clevr_poc.dataset_reader import Example
 
 
-def expected_image(example: Any, dataset: str | os.PathLike[str]) -> Path:
+def expected_image(example: "Example", dataset: str | os.PathLike[str]) -> Path:
     """Where the example's partial-scene image is, or would be once rendered:
     ``DATASET/incomplete/images/<split>/<image_filename>`` (file name only: no folder of a record is used)."""
     question = example.question
@@ -36,7 +36,7 @@ def expected_image(example: Any, dataset: str | os.PathLike[str]) -> Path:
     return Path(dataset) / "incomplete" / "images" / str(question.split) / Path(name).name
 
 
-def image_problem(example: Any, dataset: str | os.PathLike[str]) -> str | None:
+def image_problem(example: "Example", dataset: str | os.PathLike[str]) -> str | None:
     """Why the example's image cannot be read (one line naming the file), or None when it can."""
     path = getattr(example, "image_path", None)
     if path is None:
@@ -49,7 +49,7 @@ def image_problem(example: Any, dataset: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def check_images(examples: Sequence[Any], dataset: str | os.PathLike[str], *, allow_missing: bool
+def check_images(examples: Sequence["Example"], dataset: str | os.PathLike[str], *, allow_missing: bool
                  ) -> dict[int, str]:
     """``id(example) -> cause`` of every example whose image cannot be read.
 
