@@ -99,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
             raise RenderError(f"--{option}: {value:,} is over {limits.describe(cap)}")
     if args.limit is not None and args.limit < 0:
         raise RenderError(f"--limit: must be >= 0, got {args.limit}")
+    from clevr_poc.commands.shared import require_dataset_folder
+
+    require_dataset_folder(args.dataset)  # worded as evaluate's --dataset
     try:
         settings = RenderSettings(
             style=args.style, width=args.width, height=args.height, samples=args.samples, engine=args.engine,
