@@ -83,7 +83,7 @@ class _ModelActor:
         return model_name(self.model)
 
 
-def environment_key(example: Any, position: int) -> Any:
+def environment_key(example: "Example", position: int) -> tuple[str, int | None]:
     """What routes an example: its environment's id (examples of one environment share a worker), else
     its position."""
     environment = getattr(example, "environment", None)
@@ -185,7 +185,7 @@ class ModelPool:
                 self._name = self._workers[0].submit(_name).result()
         return self._name
 
-    def worker_of(self, example: Any, position: int = 0) -> int:
+    def worker_of(self, example: "Example", position: int = 0) -> int:
         """The worker an example goes to (environments stick to the first worker they were sent to)."""
         key = environment_key(example, position)
         worker = self._route.get(key)
