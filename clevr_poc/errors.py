@@ -54,3 +54,8 @@ class UnsatisfiableError(ClevrPocError):
 
 class SolverTimeoutError(ClevrPocError, TimeoutError):
     """clingo did not finish within the configured time limit."""
+
+
+class RenderError(ClevrPocError):
+    """Rendering is impossible (Blender's ``bpy`` missing, bad settings) or Blender failed
+    (:mod:`clevr_poc.rendering`)."""

@@ -25,11 +25,17 @@ import os
 import stat
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 from clevr_poc.errors import FormatError
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+#: An image: a file path, a PIL image, or a numpy array (H, W, 3 or 4) of uint8 or of floats in [0, 1].
+ImageInput: TypeAlias = "str | os.PathLike[str] | np.ndarray | PILImage"
 
 #: Pillow formats read (every format clevr_poc writes or users send: the OpenAI API's four, plus BMP and
 #: TIFF); anything else is refused before a decoder runs.
@@ -83,7 +89,7 @@ def read_image_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_IMAGE
     return data
 
 
-def _check_size(width: int, height: int, where: Any, error: type[ImageFileError], max_pixels: int,
+def _check_size(width: int, height: int, where: object, error: type[ImageFileError], max_pixels: int,
                 min_side: int, max_side: int | None) -> None:
     if width * height > max_pixels:
         raise error(f"image larger than {max_pixels} pixels", source=where, value=f"{width}x{height}")
@@ -92,7 +98,7 @@ def _check_size(width: int, height: int, where: Any, error: type[ImageFileError]
         raise error(f"image sides must be {sides} pixels", source=where, value=f"{width}x{height}")
 
 
-def open_image(source: bytes | str | os.PathLike[str], *, where: Any = None, max_bytes: int = MAX_IMAGE_BYTES,
+def open_image(source: bytes | str | os.PathLike[str], *, where: object = None, max_bytes: int = MAX_IMAGE_BYTES,
                max_pixels: int = MAX_IMAGE_PIXELS, min_side: int = 1, max_side: int | None = None,
                error: type[ImageFileError] = ImageFileError) -> Any:
     """A decoded ``PIL.Image.Image`` of a file or byte string, checked as the module doc says.
@@ -144,7 +150,7 @@ def _reason(exc: Exception) -> str:
         f"cannot read the image ({exc.__class__.__name__})"
 
 
-def rgb_pixels(image: Any, *, where: Any = None, error: type[ImageFileError] = ImageFileError) -> np.ndarray:
+def rgb_pixels(image: ImageInput, *, where: object = None, error: type[ImageFileError] = ImageFileError) -> np.ndarray:
     """uint8 (H, W, 3) RGB pixels of a ``PIL.Image.Image``, each mode read as it is meant (module doc).
 
     Raises:
@@ -208,7 +214,7 @@ def _array_pixels(array: np.ndarray) -> np.ndarray:
                          value=str(array.dtype))
 
 
-def as_rgb_array(image: Any, *, min_side: int = 1, max_side: int | None = None) -> np.ndarray:
+def as_rgb_array(image: ImageInput, *, min_side: int = 1, max_side: int | None = None) -> np.ndarray:
     """A writable, C-contiguous uint8 (H, W, 3) RGB array of a file path, a ``PIL.Image.Image`` or a numpy
     array (H, W, 3) / (H, W, 4) of uint8 (0-255) or floats in [0, 1] (alpha dropped); every side within
     ``min_side`` .. ``max_side`` pixels (files: checked from the header, before decoding).

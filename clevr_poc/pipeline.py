@@ -56,24 +56,31 @@ scene has more objects than the environment allows, or the solver timed out. An 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from clevr_poc.answer import Answer
+from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.model_folders import (  # noqa: F401  (public names of clevr_poc.pipeline)
     MODELS_ENV, PARSER_DIR, PARSERS, PERCEPTION_DIR, SCENE_SOURCES, CheckpointNotFoundError, PipelineError,
     _require, check_checkpoints, default_models_dir,
 )
-from clevr_poc.perception.cameras import camera_argument as as_camera
-from clevr_poc.pipeline_inputs import PipelineInput, as_environment, as_image, as_scene  # noqa: F401
+from clevr_poc.perception.cameras import CameraSource, camera_argument as as_camera
+from clevr_poc.pipeline_inputs import (  # noqa: F401
+    CameraInput, EnvironmentInput, ImageInput, PipelineInput, QuestionInput, SceneInput, as_environment, as_image,
+    as_scene,
+)
+from clevr_poc.parsing.query_parser import FunctionParser, QueryParser
 from clevr_poc.progress import progress_bar
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
+from clevr_poc.scene_sources import GoldScenes, PerceivedScenes, PerceptionFunction, SceneSource
 
 if TYPE_CHECKING:
     from clevr_poc.evaluation.report import Prediction
+    from clevr_poc.llm.base import ChatBackend
 
 
 class QuestionParseError(PipelineError):
@@ -89,41 +96,47 @@ class Pipeline:
             :class:`clevr_poc.perception.Perception`), or None for ``scene_source="given"``. :meth:`perceive`
             passes a uint8 (H, W, 3) array and the camera fitted to it; :meth:`predict_batch` the example's
             image path and camera (a Camera or a preset name, which Perception fits itself).
-        parser: an object with ``parse_batch(questions)`` or ``parse(question)`` giving query texts
-            (:class:`~clevr_poc.parsing.BiLSTMParser`) or ``ParseResult`` objects
-            (:class:`~clevr_poc.parsing.llm_parser.LLMParser`; one without ``asp_query`` is a failure with
-            the parser's reason), or a callable ``question -> str | None``; None for ``parser="given"``
-            (the question's gold ``asp_query``).
+        parser: a :class:`~clevr_poc.parsing.QueryParser` (:class:`~clevr_poc.parsing.BiLSTMParser`,
+            :class:`~clevr_poc.parsing.llm_parser.LLMParser`: ``parse_queries(questions)`` gives a
+            :class:`~clevr_poc.parsing.ParseResult` per question; one without ``asp_query`` is a failure with
+            the parser's reason), or a function ``question -> str | None`` (wrapped in a
+            :class:`~clevr_poc.parsing.FunctionParser`); None for ``parser="given"`` (the question's gold
+            ``asp_query``).
         reasoner: the :class:`Reasoner` (default: a new one, compiled mode, 10 s per solve).
         constraint_decoding: decode the perceived scene within the environment's constraints (paper §5;
             default True) rather than by argmax.
         name: model name in evaluation reports (default ``"NS-VQA (<scene source> scene, <parser_name> ASP)"``).
-        parser_name: the parser's name in ``name`` (default: :func:`parser_label`, ``"given"`` without one).
+        parser_name: the parser's name in ``name`` (default: the parser's ``name``, ``"given"`` without one).
         camera_source: the camera of images whose scene has none or that come without one (module doc;
             ``"auto"``: the scene's own, else the official camera).
+        scenes: where :meth:`predict_batch` gets each example's partial scene (a
+            :class:`~clevr_poc.scene_sources.SceneSource`); default: :class:`~clevr_poc.scene_sources.GoldScenes`
+            without perception, else :class:`~clevr_poc.scene_sources.PerceivedScenes` of ``perception``.
 
     Raises:
         PipelineError: a parser or perception that cannot be called.
         FormatError: an unknown camera source.
     """
 
-    def __init__(self, perception: Callable[..., Scene] | None = None, parser: Any = None, *,
+    def __init__(self, perception: PerceptionFunction | None = None,
+                 parser: QueryParser | Callable[[str], str | None] | None = None, *,
                  reasoner: Reasoner | None = None, constraint_decoding: bool = True, name: str | None = None,
-                 parser_name: str | None = None, camera_source: str = "auto") -> None:
+                 parser_name: str | None = None, camera_source: CameraSource | str = CameraSource.AUTO,
+                 scenes: SceneSource | None = None) -> None:
         from clevr_poc.perception.cameras import check_camera_source
 
         self.camera_source = check_camera_source(camera_source)
-        if parser is not None and not any(callable(c) for c in (parser, getattr(parser, "parse", None),
-                                                                getattr(parser, "parse_batch", None))):
-            raise PipelineError("parser must have parse_batch(questions) or parse(question), or be callable, got "
-                                f"{type(parser).__name__}")
+        self.parser: QueryParser | None = None if parser is None else as_query_parser(parser)
         if perception is not None and not callable(perception):
             raise PipelineError(f"perception must be callable, got {type(perception).__name__}")
         self.perception = perception
-        self.parser = parser
         self.reasoner = reasoner or Reasoner()
         self.constraint_decoding = bool(constraint_decoding)
-        self.parser_name = parser_name or ("given" if parser is None else parser_label(parser))
+        if scenes is None:
+            scenes = GoldScenes() if perception is None else PerceivedScenes(
+                perception, camera_source=self.camera_source, constraint_decoding=self.constraint_decoding)
+        self.scenes: SceneSource = scenes
+        self.parser_name = parser_name or ("given" if self.parser is None else self.parser.name)
         self.name = name or f"NS-VQA ({self.scene_source} scene, {self.parser_name} ASP)"
 
     def __repr__(self) -> str:
@@ -131,17 +144,17 @@ class Pipeline:
 
     @property
     def scene_source(self) -> str:
-        """``"perception"`` or ``"given"``."""
-        return "given" if self.perception is None else "perception"
+        """``"perception"`` or ``"given"`` (the kind of :attr:`scenes`)."""
+        return self.scenes.kind.value
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_pretrained(cls, path_or_name: str | os.PathLike[str] | None = None, *, scene_source: str = "perception",
-                        parser: str = "bilstm", llm_backend: Any = None,
+                        parser: str = "bilstm", llm_backend: "ChatBackend | str | None" = None,
                         perception_path: str | os.PathLike[str] | None = None,
                         parser_path: str | os.PathLike[str] | None = None, constraint_decoding: bool = True,
-                        reasoner: Reasoner | None = None, name: str | None = None, device: Any = "auto",
-                        camera_source: str = "auto") -> "Pipeline":
+                        reasoner: Reasoner | None = None, name: str | None = None, device: str = "auto",
+                        camera_source: CameraSource | str = CameraSource.AUTO) -> "Pipeline":
         """Load the shipped (or given) checkpoints.
 
         Args:
@@ -177,7 +190,7 @@ class Pipeline:
 
             perception = Perception.from_pretrained(folders[PERCEPTION_DIR], device=device)
 
-        question_parser: Any = None
+        question_parser: QueryParser | None = None
         if PARSER_DIR in folders:
             _require("torch", "vision", "the BiLSTM parser")
             from clevr_poc.parsing.seq2seq import BiLSTMParser
@@ -187,13 +200,12 @@ class Pipeline:
             from clevr_poc.parsing.llm_parser import LLMParser
 
             question_parser = LLMParser(llm_backend if llm_backend is not None else "local")
-        label = {"bilstm": "BiLSTM", "llm": parser_label(question_parser) if question_parser else "LLM",
-                 "given": "gold"}[parser]
+        label = "gold" if question_parser is None else question_parser.name
         return cls(perception, question_parser, reasoner=reasoner, constraint_decoding=constraint_decoding,
                    name=name, parser_name=label, camera_source=camera_source)
 
     @classmethod
-    def gold(cls, parser: Any = None, *, parser_name: str | None = None, reasoner: Reasoner | None = None,
+    def gold(cls, parser: QueryParser | Callable[[str], str | None] | None = None, *, parser_name: str | None = None, reasoner: Reasoner | None = None,
              name: str | None = None) -> "Pipeline":
         """NS-VQA on the gold partial scene: the paper's setting, "assuming 100% accuracy in image
         perception" (§4.3, RQ2). No model, no torch.
@@ -201,7 +213,7 @@ class Pipeline:
         Args:
             parser: the question parser (see :class:`Pipeline`); None: the question's gold ``asp_query``
                 (gold scene + gold ASP reproduces the labelling pipeline: a self-check, it must score 1.0).
-            parser_name: the parser's name in ``name`` (default: :func:`parser_label`).
+            parser_name: the parser's name in ``name`` (default: the parser's ``name``).
             reasoner: see :class:`Pipeline`.
             name: model name in reports (default ``"NS-VQA (gold scene, gold ASP)"``, with a parser
                 ``"NS-VQA (gold scene, <parser_name>)"``).
@@ -209,12 +221,13 @@ class Pipeline:
         Raises:
             PipelineError: a parser that cannot be called.
         """
-        label = "gold" if parser is None else parser_name or parser_label(parser)
-        default = f"NS-VQA (gold scene, {'gold ASP' if parser is None else label})"
-        return cls(None, parser, reasoner=reasoner, name=name or default, parser_name=label)
+        checked = None if parser is None else as_query_parser(parser)
+        label = "gold" if checked is None else parser_name or checked.name
+        default = f"NS-VQA (gold scene, {'gold ASP' if checked is None else label})"
+        return cls(None, checked, reasoner=reasoner, name=name or default, parser_name=label)
 
     # ------------------------------------------------------------------ the steps
-    def parse(self, question: Any) -> str:
+    def parse(self, question: QuestionInput) -> str:
         """The ASP query of ``question`` (text or :class:`Question`).
 
         With ``parser="given"`` the question must be a :class:`Question` with an ``asp_query``.
@@ -225,7 +238,7 @@ class Pipeline:
         """
         return self.parse_batch([question])[0]
 
-    def parse_batch(self, questions: Sequence[Any]) -> list[str]:
+    def parse_batch(self, questions: Sequence[QuestionInput]) -> list[str]:
         """:meth:`parse` of several questions, in one :meth:`parse_many` call (one batched BiLSTM decode).
 
         Raises:
@@ -250,8 +263,8 @@ class Pipeline:
 
     def parse_many(self, texts: Sequence[str]) -> list[str | QuestionParseError]:
         """The query of each question text, or a :class:`QuestionParseError` naming why there is none
-        (``"no valid ASP query: <the LLM parser's reason>"``, ``"the parser returned no text"``), in one
-        ``parse_batch`` call when the parser has one (one batched BiLSTM decode).
+        (``"no valid ASP query: <the parser's reason>"``), in one ``parse_queries`` call (one batched BiLSTM
+        decode).
 
         Raises:
             PipelineError: the pipeline has no question parser (``parser="given"``).
@@ -261,27 +274,15 @@ class Pipeline:
         if self.parser is None:
             raise PipelineError("this pipeline has no question parser (parser='given')")
         texts = list(texts)
-        batch = getattr(self.parser, "parse_batch", None)
-        if batch is not None:  # BiLSTMParser: strings; LLMParser: ParseResults
-            results: list[Any] = list(batch(texts))
-        else:
-            parse = getattr(self.parser, "parse", None) or self.parser
-            results = [parse(text) for text in texts]
+        results = self.parser.parse_queries(texts)
         if len(results) != len(texts):
             raise FormatError(f"the parser returned {len(results)} results for {len(texts)} questions",
-                              field="parse_batch", value=len(results))
-        out: list[str | QuestionParseError] = []
-        for result in results:
-            if hasattr(result, "asp_query") and not isinstance(result, str):  # LLMParser's ParseResult
-                if result.asp_query is None:
-                    out.append(QuestionParseError(f"no valid ASP query: {result.error or 'no reply'}"))
-                    continue
-                result = result.asp_query
-            out.append(result if isinstance(result, str) and result.strip()
-                       else QuestionParseError("the parser returned no text"))
-        return out
+                              field="parse_queries", value=len(results))
+        return [result.asp_query if result.asp_query is not None and result.asp_query.strip()
+                else QuestionParseError(f"no valid ASP query: {result.error or 'no reply'}") for result in results]
 
-    def perceive(self, image: Any, camera: Any = None, environment: Any = None) -> Scene:
+    def perceive(self, image: ImageInput, camera: CameraInput = None,
+                 environment: EnvironmentInput | None = None) -> Scene:
         """The partial scene seen in ``image`` (constraint-aware in ``environment`` when the pipeline
         decodes with constraints and an environment is given). ``camera``: see :func:`as_camera` (None or a
         scene without one: the pipeline's camera source, by default the official camera); it is fitted to
@@ -304,8 +305,9 @@ class Pipeline:
         return self.perception(array, cam, environment=env)
 
     # ------------------------------------------------------------------ answering
-    def answer(self, image: Any = None, question: Any = None, environment: Any = None, *, scene: Any = None,
-               camera: Any = None, query: str | None = None, explain: bool = True) -> Answer:
+    def answer(self, image: ImageInput | None = None, question: QuestionInput | None = None,
+               environment: EnvironmentInput | None = None, *, scene: SceneInput | None = None,
+               camera: CameraInput = None, query: str | None = None, explain: bool = True) -> Answer:
         """Answer one question about the hidden object of a partial scene.
 
         Args:
@@ -338,8 +340,9 @@ class Pipeline:
         used_scene = self._scene(image, env, scene, camera)
         return self._reason(env, used_scene, checked_query, explain)
 
-    def answer_batch(self, items: Iterable[Any], *, explain: bool = False, progress: bool = False,
-                     workers: int = 1, executor: str = "local", ray_address: str | None = None) -> list[Answer]:
+    def answer_batch(self, items: Iterable[PipelineInput | Mapping[str, Any] | tuple[Any, ...] | Example], *,
+                     explain: bool = False, progress: bool = False, workers: int = 1, executor: str = "local",
+                     ray_address: str | None = None) -> list[Answer]:
         """:meth:`answer` for many questions, in order; the questions are parsed in one batch.
 
         Args:
@@ -395,11 +398,11 @@ class Pipeline:
         return answers
 
     # ------------------------------------------------------------------ evaluator model protocol
-    def predict(self, example: Any) -> frozenset[str] | None:
+    def predict(self, example: Example) -> frozenset[str] | None:
         """The predicted answer set of a dataset example, or None when the pipeline failed (module doc)."""
         return self.predict_detailed(example).values
 
-    def predict_detailed(self, example: Any) -> "Prediction":
+    def predict_detailed(self, example: Example) -> "Prediction":
         """:meth:`predict` with the failure reason and the ASP query that ran (``raw``), for
         :func:`clevr_poc.evaluation.evaluate`.
 
@@ -408,7 +411,7 @@ class Pipeline:
         """
         return self.predict_batch([example])[0]
 
-    def predict_batch(self, examples: Sequence[Any]) -> list["Prediction"]:
+    def predict_batch(self, examples: Sequence[Example]) -> list["Prediction"]:
         """The :class:`~clevr_poc.evaluation.Prediction` of each dataset example (``question``,
         ``environment``, ``partial_scene``, ``image_path``); the questions are parsed in one batch. A failure
         of one example (parser, perception, solver) is its prediction's ``error`` (module doc), not an
@@ -436,31 +439,19 @@ class Pipeline:
             out.append(reasoned_prediction(self.reasoner, example.environment, scene, query))
         return out
 
-    def scene_of(self, example: Any) -> Scene | None:
-        """The partial scene the pipeline answers a dataset example with: its gold ``partial_scene``
-        (``scene_source="given"``), else ``perception(image_path, camera, environment)`` with the camera of
-        :func:`~clevr_poc.perception.cameras.camera_spec` (following the pipeline's camera source) and the
-        example's environment when decoding with constraints. None when perception returned no Scene.
+    def scene_of(self, example: Example) -> Scene | None:
+        """The partial scene the pipeline answers a dataset example with (:attr:`scenes`): its gold
+        ``partial_scene`` (``scene_source="given"``), else ``perception(image_path, camera, environment)``
+        (:class:`~clevr_poc.scene_sources.PerceivedScenes`). None when perception returned no Scene.
 
         Raises:
             FormatError: the example has no rendered image; ``camera_source="from-scene"`` and its scene has
                 no camera.
             ClevrPocError: what perception raised.
         """
-        if self.perception is None:
-            return example.partial_scene
-        from clevr_poc.perception.cameras import camera_spec
+        return self.scenes.scene_of(example)
 
-        if example.image_path is None:
-            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
-                              field="image_path")
-        camera = camera_spec(example.partial_scene, self.camera_source,
-                             source=getattr(example, "scene_path", None) or example.image_path)
-        environment = example.environment if self.constraint_decoding else None
-        scene = self.perception(example.image_path, camera, environment)
-        return scene if isinstance(scene, Scene) else None
-
-    def _example_queries(self, examples: Sequence[Any]) -> list[Any]:
+    def _example_queries(self, examples: Sequence[Example]) -> list["str | Prediction"]:
         """The query of each example (its gold ``asp_query`` without a parser), or a failed Prediction."""
         from clevr_poc.evaluation.report import Prediction
 
@@ -468,7 +459,7 @@ class Pipeline:
             return [example.question.asp_query for example in examples]
         texts = [example.question.text for example in examples]
         try:
-            parsed: list[Any] = list(self.parse_many(texts))
+            parsed: list[str | ClevrPocError] = list(self.parse_many(texts))
         except ClevrPocError as exc:  # one bad question: parse them one by one to find it
             _raise_backend_error(exc)
             parsed = [self._parse_one(text) for text in texts]
@@ -483,14 +474,15 @@ class Pipeline:
             return exc
 
     # ------------------------------------------------------------------ helpers
-    def _input(self, item: Any, index: int) -> PipelineInput:
+    def _input(self, item: PipelineInput | Mapping[str, Any] | tuple[Any, ...] | Example, index: int
+               ) -> PipelineInput:
         try:
             return PipelineInput.of(item, scene_given=self.perception is None)
         except ClevrPocError as exc:
             exc.add_note(f"in item {index}")
             raise
 
-    def _query(self, question: Any, query: str | None) -> str:
+    def _query(self, question: QuestionInput | None, query: str | None) -> str:
         if query is not None:
             if not isinstance(query, str) or not query.strip():
                 raise FormatError("query must be a non-empty ASP rule text", field="query",
@@ -500,7 +492,8 @@ class Pipeline:
             raise FormatError("no question: pass question= (text or Question) or query=", field="question")
         return self.parse(question)
 
-    def _scene(self, image: Any, environment: Environment, scene: Any, camera: Any) -> Scene:
+    def _scene(self, image: ImageInput | None, environment: Environment, scene: SceneInput | None,
+               camera: CameraInput) -> Scene:
         if scene is not None:
             return as_scene(scene)
         if self.perception is None:
@@ -514,7 +507,7 @@ class Pipeline:
         return self.reasoner.answer(environment, scene, query)
 
 
-def _question_text(question: Any) -> str:
+def _question_text(question: QuestionInput) -> str:
     text = question.text if isinstance(question, Question) else question
     if not isinstance(text, str) or not text.strip():
         raise FormatError("a question is a non-empty string or a clevr_poc.Question", field="question",
@@ -522,15 +515,25 @@ def _question_text(question: Any) -> str:
     return text
 
 
-def parser_label(parser: Any) -> str:
-    """A question parser's name in model names: ``"BiLSTM"``, ``"LLM <backend name>"``, else the parser's
-    ``name``, ``__name__`` or class name."""
-    if type(parser).__name__ == "BiLSTMParser":
-        return "BiLSTM"
-    if type(parser).__name__ == "LLMParser":
-        backend = getattr(parser, "backend", None)
-        return f"LLM {getattr(backend, 'name', '') or ''}".strip()
-    return getattr(parser, "name", None) or getattr(parser, "__name__", None) or type(parser).__name__
+def as_query_parser(parser: QueryParser | Callable[[str], str | None]) -> QueryParser:
+    """``parser`` as a :class:`~clevr_poc.parsing.QueryParser`: itself, or a function ``question -> str |
+    None`` wrapped in a :class:`~clevr_poc.parsing.FunctionParser`.
+
+    Raises:
+        PipelineError: neither.
+    """
+    if isinstance(parser, QueryParser):
+        return parser
+    if callable(parser):
+        return FunctionParser(parser)
+    raise PipelineError("parser must be a QueryParser (name, parse_queries(questions)) or a function question -> "
+                        f"query text, got {type(parser).__name__}")
+
+
+def parser_label(parser: QueryParser | Callable[[str], str | None]) -> str:
+    """A question parser's name in model names: ``"BiLSTM"``, ``"LLM <backend name>"``, a function's
+    ``__name__`` (:attr:`QueryParser.name <clevr_poc.parsing.QueryParser.name>`)."""
+    return as_query_parser(parser).name
 
 
 def _raise_backend_error(exc: ClevrPocError) -> None:
@@ -572,6 +575,6 @@ def _short(exc: BaseException, limit: int = 160) -> str:
 
 __all__ = [
     "CheckpointNotFoundError", "MODELS_ENV", "PARSERS", "Pipeline", "PipelineError", "PipelineInput",
-    "QuestionParseError", "SCENE_SOURCES", "as_camera", "as_environment", "as_image", "as_scene",
+    "QuestionParseError", "SCENE_SOURCES", "as_camera", "as_query_parser", "as_environment", "as_image", "as_scene",
     "check_checkpoints", "default_models_dir", "parser_label", "reasoned_prediction",
 ]

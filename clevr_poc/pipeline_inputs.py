@@ -7,16 +7,32 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypeAlias
 
 import numpy as np
 
+from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
+from clevr_poc.image_files import ImageInput
 from clevr_poc.scene import Scene
 
+if TYPE_CHECKING:
+    from clevr_poc.camera import Camera
+    from clevr_poc.question import Question
 
-def as_environment(environment: Any) -> Environment:
+#: An environment: an :class:`Environment` or the path of its ``.lp`` file.
+EnvironmentInput: TypeAlias = "Environment | str | os.PathLike[str]"
+#: A scene: a :class:`Scene`, its JSON mapping or the path of its JSON file.
+SceneInput: TypeAlias = "Scene | Mapping[str, object] | str | os.PathLike[str]"
+#: A camera: a Camera, its JSON, a preset name, or the rendered scene (Scene, JSON or path); None: the
+#: pipeline's camera source.
+CameraInput: TypeAlias = "Camera | Mapping[str, object] | Scene | str | os.PathLike[str] | None"
+#: A question: English text or a :class:`Question`.
+QuestionInput: TypeAlias = "Question | str"
+
+
+def as_environment(environment: EnvironmentInput) -> Environment:
     """An :class:`Environment` from an Environment or the path of an official ``.lp`` file.
 
     Raises:
@@ -33,7 +49,7 @@ def as_environment(environment: Any) -> Environment:
                       value=type(environment).__name__)
 
 
-def as_scene(scene: Any) -> Scene:
+def as_scene(scene: SceneInput) -> Scene:
     """A :class:`Scene` from a Scene, a scene JSON mapping or the path of a scene JSON file.
 
     Raises:
@@ -49,7 +65,7 @@ def as_scene(scene: Any) -> Scene:
                       value=type(scene).__name__)
 
 
-def as_image(image: Any) -> np.ndarray:
+def as_image(image: ImageInput) -> np.ndarray:
     """The image as a writable, C-contiguous uint8 array of shape (H, W, 3), RGB
     (:func:`clevr_poc.image_files.as_rgb_array`, the library's one image reader).
 
@@ -81,15 +97,16 @@ class PipelineInput:
         query: an ASP query; skips the parser when set.
     """
 
-    image: Any = None
-    question: Any = None
-    environment: Any = None
-    scene: Any = None
-    camera: Any = None
+    image: ImageInput | None = None
+    question: QuestionInput | None = None
+    environment: EnvironmentInput | None = None
+    scene: SceneInput | None = None
+    camera: CameraInput = None
     query: str | None = None
 
     @classmethod
-    def of(cls, item: Any, *, scene_given: bool = False) -> "PipelineInput":
+    def of(cls, item: "PipelineInput | Mapping[str, Any] | tuple[Any, ...] | Example", *,
+           scene_given: bool = False) -> "PipelineInput":
         """An input from a :class:`PipelineInput`, a mapping with the same keys, a tuple ``(image,
         question, environment[, scene[, camera]])``, or a dataset :class:`~clevr_poc.dataset_reader.Example`
         (image file, question, environment; the camera from its partial scene, following the pipeline's
@@ -108,9 +125,8 @@ class PipelineInput:
             return cls(**dict(item))
         if isinstance(item, tuple) and 3 <= len(item) <= 5:
             return cls(*item)
-        if hasattr(item, "partial_scene") and hasattr(item, "question") and hasattr(item, "environment"):
+        if isinstance(item, Example):
             partial = item.partial_scene
-            return cls(getattr(item, "image_path", None), item.question, item.environment,
-                       partial if scene_given else None, partial)
+            return cls(item.image_path, item.question, item.environment, partial if scene_given else None, partial)
         raise FormatError("an item is a PipelineInput, a mapping, a tuple (image, question, environment[, scene"
                           "[, camera]]) or a dataset Example", field="item", value=type(item).__name__)

@@ -99,7 +99,7 @@ class Question:
             return None
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "Question":
+    def from_json(cls, data: object, *, source: object = None) -> "Question":
         """Build from an official question JSON object; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping):
             raise FormatError("a question must be a JSON object", source=source, value=type(data).__name__)

@@ -102,7 +102,7 @@ class SceneObject:
         return f"{self.size} {self.color} {self.material} {self.shape} in region {self.region}"
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None, index: int | None = None) -> "SceneObject":
+    def from_json(cls, data: object, *, source: object = None, index: int | None = None) -> "SceneObject":
         """Build from one official JSON object; raises :class:`FormatError` naming the field."""
         where = "objects" if index is None else f"objects[{index}]"
         if not isinstance(data, Mapping):
@@ -179,11 +179,11 @@ class JsonSpelling:
 _NO_SPELLING = JsonSpelling()
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _count(value: Any) -> bool:
+def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -201,7 +201,7 @@ _TYPED_OBJECT_KEYS: dict[str, tuple[Any, str]] = {
 }
 
 
-def _coords(value: Any, source: object, where: str) -> tuple[float, ...] | None:
+def _coords(value: object, source: object, where: str) -> tuple[float, ...] | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not 2 <= len(value) <= 3 or not all(
@@ -216,7 +216,7 @@ _SCENE_KEYS = ("objects", "relationships", "split", "image_index", "image_filena
 _TYPED_SCENE_KEYS = ("constraint_type_index", "generation", "camera", "render", "perception")
 
 
-def _file_name(value: Any, source: object, where: str) -> str | None:
+def _file_name(value: object, source: object, where: str) -> str | None:
     """``image_filename``: None or a plain file name (no folder part): it is joined to image folders."""
     if value is None:
         return None
@@ -313,7 +313,7 @@ class Scene:
 
     # ------------------------------------------------------------------ JSON
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "Scene":
+    def from_json(cls, data: object, *, source: object = None) -> "Scene":
         """Build from an official scene JSON document; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping):
             raise FormatError("a scene must be a JSON object", source=source, value=type(data).__name__)

@@ -23,18 +23,19 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping, Sequence
 
 from clevr_poc.camera import Camera
 from clevr_poc.errors import FormatError
+from clevr_poc.render_settings import RenderSettings
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _count(value: Any) -> bool:
+def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -93,6 +94,34 @@ class RenderInfo:
     _ORDER = ("engine", "samples", "denoise", "adaptive", "seed", "width", "height", "lights")
     _STYLE_ORDER = ("style", "colour_space", "camera_jitter", "light_jitter", "cone_lift", "assets")
 
+    @classmethod
+    def of(cls, settings: RenderSettings, seed: int, lights: Mapping[str, Sequence[float]], *,
+           with_style: bool = True) -> "RenderInfo":
+        """The record of a render with ``settings`` as used (style name, size, jitters, colour space and
+        cone lift resolved; ``denoise`` / ``adaptive`` as they took effect), ``seed`` and the ``lights``
+        positions (rounded to 6 decimals); ``with_style=False`` records no style (the ``ours`` look's files).
+        """
+        info = cls(engine=settings.engine, samples=settings.samples, denoise=settings.denoise,
+                   adaptive=settings.adaptive, seed=seed, width=settings.width, height=settings.height,
+                   lights={k: [round(c, 6) for c in v] for k, v in lights.items()})
+        if not with_style:
+            return info
+        style = settings.style if isinstance(settings.style, str) else settings.style.name
+        return replace(info, style=style, colour_space=settings.colour_space, camera_jitter=settings.camera_jitter,
+                       light_jitter=settings.light_jitter, cone_lift=settings.cone_lift, assets=settings.assets)
+
+    @property
+    def settings(self) -> RenderSettings:
+        """The :class:`~clevr_poc.render_settings.RenderSettings` that make this image again (with
+        :attr:`seed`); what the file does not record (an ``ours`` file's style fields) is the style's default."""
+        defaults = RenderSettings()
+        return RenderSettings(
+            style=self.style or "ours", width=self.width, height=self.height, samples=self.samples,
+            engine=self.engine, denoise=defaults.denoise if self.denoise is None else self.denoise,
+            adaptive=defaults.adaptive if self.adaptive is None else self.adaptive,
+            camera_jitter=self.camera_jitter, light_jitter=self.light_jitter, colour_space=self.colour_space,
+            cone_lift=self.cone_lift, assets=self.assets)
+
     def to_json(self) -> dict[str, Any]:
         """The ``render`` object (exactly as read, for a value read from a file)."""
         if getattr(self, "_json", None) is not None:
@@ -104,7 +133,7 @@ class RenderInfo:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "RenderInfo":
+    def from_json(cls, data: object, *, source: object = None) -> "RenderInfo":
         """Read a ``render`` object; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping):
             raise FormatError("must be an object", source=source, field="render", value=type(data).__name__)
@@ -200,7 +229,7 @@ class GenerationCounts:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "GenerationCounts":
+    def from_json(cls, data: object, *, source: object = None) -> "GenerationCounts":
         """Read a ``generation`` object (missing counters are 0); raises :class:`FormatError` naming the
         field for a value that is not a count."""
         if not isinstance(data, Mapping):
@@ -250,7 +279,7 @@ class PerceptionInfo:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "PerceptionInfo":
+    def from_json(cls, data: object, *, source: object = None) -> "PerceptionInfo":
         """Read a ``perception`` object; raises :class:`FormatError` naming the field."""
         if not isinstance(data, Mapping) or not isinstance(data.get("decoding"), str):
             raise FormatError("must be an object with a 'decoding' string", source=source, field="perception",

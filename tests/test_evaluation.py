@@ -14,9 +14,9 @@ from clevr_poc import domain
 from clevr_poc.dataset_reader import Example
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation import (
-    EvaluationReport, Prediction, breakdown_markdown, evaluate, exact_accuracy, exact_match, exact_match_scores,
-    from_multi_hot, jaccard_index, jaccard_scores, mean_jaccard, parsed_mask, score_predictions, table2_markdown,
-    to_multi_hot, write_outputs,
+    EvaluationReport, ExampleModel, Prediction, breakdown_markdown, evaluate, exact_accuracy, exact_match,
+    exact_match_scores, from_multi_hot, jaccard_index, jaccard_scores, mean_jaccard, normalize_prediction,
+    parsed_mask, score_predictions, table2_markdown, to_multi_hot, write_outputs,
 )
 from clevr_poc.question import Question
 from clevr_poc.scene import Scene
@@ -39,7 +39,7 @@ def make_example(index: int, attribute: str, answer: set[str], *, family: str = 
     return Example(environment, complete.without_object(4), question, complete if with_complete else None)
 
 
-class FixedModel:
+class FixedModel(ExampleModel):
     """Answers from a table keyed by question text (None = parse failure)."""
 
     name = "fixed"
@@ -48,9 +48,9 @@ class FixedModel:
         self.table = table
         self.calls = 0
 
-    def predict(self, example):
+    def predict_detailed(self, example):
         self.calls += 1
-        return self.table[example.question.text]
+        return normalize_prediction(self.table[example.question.text])
 
 
 # ---------------------------------------------------------------------------- metrics by hand
@@ -213,6 +213,8 @@ def test_predict_batch_and_detailed_are_used():
     assert report.results[1].raw == "I think it is red"
 
     class Wrong:
+        name = "wrong"
+
         def predict_batch(self, batch):
             return [None]
 
@@ -427,15 +429,15 @@ def test_checkpoint_resumes_an_interrupted_run(tmp_path):
             super().__init__(table)
             self.fail_at = fail_at
 
-        def predict(self, example):
+        def predict_detailed(self, example):
             if self.calls == self.fail_at:
                 raise KeyboardInterrupt
-            return super().predict(example)
+            return super().predict_detailed(example)
 
     path = tmp_path / "ckpt.jsonl"
     first = Flaky(answers, fail_at=3)
-    with pytest.raises(KeyboardInterrupt):
-        evaluate(first, examples, progress=False, checkpoint=path)
+    with pytest.raises(KeyboardInterrupt):  # one example per batch: each prediction is flushed when made
+        evaluate(first, examples, progress=False, checkpoint=path, batch_size=1)
     assert first.calls == 3 and len(path.read_text().splitlines()) == 1 + 3
     with open(path, "a") as handle:          # a line cut short by a crash is dropped
         handle.write('{"key": "CLEVR_test_0000')

@@ -35,18 +35,18 @@ def test_run_scienceqa_sends_the_prompt_and_resumes(tmp_path):
     with ChatCompletionsServer(sqa_model) as server:
         backend = OpenAIChatBackend(model="fake", base_url=server.base_url)
         partial = run_scienceqa(dataset, backend, shots=2, seed=3, limit=2, output_path=output, progress=False)
-        assert partial["count"] == 2 and len(server.requests) == 2
+        assert partial.count == 2 and len(server.requests) == 2
         result = run_scienceqa(dataset, backend, shots=2, seed=3, output_path=output, progress=False)
         assert len(server.requests) == 5  # 2 resumed, 3 new
     first = server.requests[0]
     assert first["stop"] == ["\n"] and first["temperature"] == 0.0 and first["max_tokens"] == 512
     prompt = first["messages"][0]["content"]
     assert prompt.count("Question: ") == 3 and prompt.endswith("Options: (A) it melted (B) it froze\nAnswer:")
-    assert result["outputs"]["201"] == "The answer is A. BECAUSE: a reason."
-    assert result["shot_qids"] == partial["shot_qids"] and len(result["shot_qids"]) == 2
-    assert result["results"] == {"201": 0, "202": 2, "203": 0, "204": 3, "205": 1}
-    assert result["correct"] == 4 and json.loads(output.read_text())["count"] == 5
-    summary, _, _ = score_scienceqa(dataset, result["outputs"])
+    assert result.outputs["201"] == "The answer is A. BECAUSE: a reason."
+    assert result.shot_qids == partial.shot_qids and len(result.shot_qids) == 2
+    assert result.results == {"201": 0, "202": 2, "203": 0, "204": 3, "205": 1}
+    assert result.correct == 4 and json.loads(output.read_text())["count"] == 5
+    summary, _, _ = score_scienceqa(dataset, result.outputs)
     assert summary["accuracy"]["Avg"]["acc"] == 80.0 and summary["accuracy"]["SOC"]["acc"] == 50.0
 
 
@@ -97,7 +97,7 @@ def test_run_scienceqa_guesses_like_the_official_runner():
     random.seed(7)  # the official run_gpt3.py: seed, sample the shots, then random.choice per failure
     shots = random.sample(list(dataset.split_ids("train")), 2)
     expected = {qid: random.choice(range(len(dataset[qid].choices))) for qid in dataset.split_ids("test")}
-    assert result["shot_qids"] == shots and result["results"] == expected
+    assert result.shot_qids == shots and result.results == expected
 
 
 def test_prompt_too_long_skips_only_that_item(tmp_path):

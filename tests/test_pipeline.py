@@ -438,8 +438,9 @@ def test_demo_help_lists_the_options():
 
 
 def test_demo_tables_and_perception_summary():
-    from clevr_poc.commands.demo_command import attribute_table, perception_summary
+    from clevr_poc.commands.demo_command import attribute_table
     from clevr_poc.evaluation import EvaluationReport, ExampleResult
+    from clevr_poc.experiment import PerceptionSummary, perception_summary
 
     results = (ExampleResult("a", frozenset({"red"}), frozenset({"red"}), 1.0, 1.0, attribute="color"),
                ExampleResult("b", frozenset({"cube", "sphere"}), frozenset({"cube"}), 0.0, 0.5, attribute="shape"))
@@ -448,8 +449,8 @@ def test_demo_tables_and_perception_summary():
     assert "| shape (1) | 0.5000 |" in table  # the Jaccard sub-table
     _, scene, _ = load_example("appendix_a")
     other = scene.without_object(0)
-    assert perception_summary([scene, other, None], [scene, scene, scene]) == {
-        "scenes": 3, "right_count": 1, "exact_scenes": 1, "objects": 12, "objects_found": 7}
+    assert perception_summary([scene, other, None], [scene, scene, scene]) == PerceptionSummary(
+        scenes=3, right_count=1, exact_scenes=1, objects=12, objects_found=7)
 
 
 @pytest.mark.slow

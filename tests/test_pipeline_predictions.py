@@ -50,7 +50,8 @@ def test_parser_outputs():
     syntax = Pipeline.gold(lambda text: "missing(Q) :- hasProperty(X,size,Q")
     assert syntax.predict(example) is None
     nothing = Pipeline.gold(lambda text: None)
-    assert nothing.predict_detailed(example).error == "question parser failed: the parser returned no text"
+    assert nothing.predict_detailed(example).error == \
+        "question parser failed: no valid ASP query: the parser returned no text"
 
     def failing(text):
         raise FormatError("vocabulary miss", field="token", value="blorp")
@@ -90,7 +91,7 @@ def test_unsatisfiable_program_is_an_empty_prediction_not_a_failure():
 def test_bad_sources():
     with pytest.raises(PipelineError, match="perception must be callable"):
         Pipeline("detectron")
-    with pytest.raises(PipelineError, match="parser must have"):
+    with pytest.raises(PipelineError, match="parser must be a QueryParser"):
         Pipeline.gold(42)
 
 
@@ -115,14 +116,18 @@ def test_gold_ns_vqa_scores_exactly_one_on_a_generated_split(tmp_path):
 
 
 class CountingParser:
-    """Answers from a table; counts parse_batch calls (BiLSTMParser's interface)."""
+    """Answers from a table; counts parse_queries calls (the QueryParser protocol)."""
+
+    name = "counting"
 
     def __init__(self, table):
         self.table, self.batches = table, []
 
-    def parse_batch(self, texts):
+    def parse_queries(self, texts):
+        from clevr_poc.parsing import ParseResult
+
         self.batches.append(list(texts))
-        return [self.table[t] for t in texts]
+        return [ParseResult.of_text(self.table[t]) for t in texts]
 
 
 def test_a_parser_parses_a_batch_once_and_keeps_failures():
@@ -137,9 +142,10 @@ def test_a_parser_parses_a_batch_once_and_keeps_failures():
 
     empty = Pipeline.gold(CountingParser({example.question.text: ""}))
     (failure,) = empty.parse_many([example.question.text])
-    assert isinstance(failure, QuestionParseError) and str(failure) == "the parser returned no text"
+    assert isinstance(failure, QuestionParseError) and str(failure) == "no valid ASP query: the parser returned no text"
     prediction = empty.predict_batch([example])[0]
-    assert prediction.values is None and prediction.error == "question parser failed: the parser returned no text"
+    assert prediction.values is None
+    assert prediction.error == "question parser failed: no valid ASP query: the parser returned no text"
 
 
 def test_llm_backend_errors_stop_the_run_instead_of_scoring_zeros():

@@ -38,13 +38,18 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from clevr_poc import domain
 from clevr_poc.environments import Constraint, Environment
 from clevr_poc.environments.environment import BACKGROUND_DESCRIPTION
+from clevr_poc.evaluation.model_protocol import ExampleModel
 from clevr_poc.evaluation.report import Prediction
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
+
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
+    from clevr_poc.llm.base import ChatBackend
 
 TASK_DESCRIPTION = (
     "You are a helpful assistant who answers questions about a hidden object based on a scene description "
@@ -274,7 +279,7 @@ def parse_reply(reply: str | None, attribute: str | None) -> Prediction:
 
 
 # ---------------------------------------------------------------------------- the model
-class ChatAnsweringModel:
+class ChatAnsweringModel(ExampleModel):
     """What the chat baselines (:class:`LLMStandalone`, :class:`clevr_poc.baselines.vlm.VLMBaseline`) share:
     ask ``backend`` with the messages of :meth:`messages_for` and read the answer set from the reply with
     :func:`parse_reply`.
@@ -284,16 +289,16 @@ class ChatAnsweringModel:
     :meth:`messages_for`.
     """
 
-    backend: Any
+    backend: ChatBackend
     max_tokens: int
     temperature: float
     seed: int | None
     workers: int
 
-    def messages_for(self, example: Any) -> list[dict[str, Any]]:  # pragma: no cover - defined by subclasses
+    def messages_for(self, example: Example) -> list[dict[str, Any]]:  # pragma: no cover - defined by subclasses
         raise NotImplementedError
 
-    def predict_detailed(self, example: Any) -> Prediction:
+    def predict_detailed(self, example: Example) -> Prediction:
         """Ask the backend and parse the reply (``raw`` = the reply); a prompt longer than the model's
         context is a parse failure (other backend errors propagate and stop the run)."""
         from clevr_poc.llm.base import PromptTooLongError
@@ -305,11 +310,7 @@ class ChatAnsweringModel:
             return Prediction(None, f"prompt too long for the model: {str(exc)[:200]}")
         return parse_reply(reply, example.question.query_attribute)
 
-    def predict(self, example: Any) -> frozenset[str] | None:
-        """The predicted answer set, or None when the reply cannot be parsed."""
-        return self.predict_detailed(example).values
-
-    def predict_batch(self, examples: Sequence[Any]) -> list[Prediction]:
+    def predict_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         """:meth:`predict_detailed` over ``examples`` with ``workers`` parallel requests, in order."""
         if self.workers == 1 or len(examples) <= 1:
             return [self.predict_detailed(e) for e in examples]
@@ -334,7 +335,7 @@ class LLMStandalone(ChatAnsweringModel):
     swallowed: a broken connection stops the evaluation instead of silently scoring zeros.
     """
 
-    def __init__(self, backend: Any, *, examples: Sequence[WorkedExample] | None = None, max_tokens: int = 256,
+    def __init__(self, backend: ChatBackend | str, *, examples: Sequence[WorkedExample] | None = None, max_tokens: int = 256,
                  temperature: float = 0.0, seed: int | None = 0, workers: int = 1, name: str | None = None) -> None:
         if isinstance(backend, str):
             from clevr_poc.parsing.llm_parser import make_parser_backend  # local specs with a wider context
@@ -355,7 +356,7 @@ class LLMStandalone(ChatAnsweringModel):
     def __repr__(self) -> str:
         return f"LLMStandalone(name={self.name!r})"
 
-    def messages_for(self, example: Any) -> list[dict[str, str]]:
+    def messages_for(self, example: Example) -> list[dict[str, str]]:
         """The chat messages for ``example`` (gold partial scene, environment, question text)."""
         return build_messages(example.environment, example.partial_scene, example.question.text,
                               examples=self.examples)

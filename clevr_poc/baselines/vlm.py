@@ -22,10 +22,15 @@ Prompts (:data:`PROMPTS`; full texts in ``docs/baselines.md``):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clevr_poc.baselines.llm_standalone import QUESTION_PREFIX, ChatAnsweringModel, constraints_text
 from clevr_poc.errors import FormatError
+
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
+    from clevr_poc.environments import Environment
+    from clevr_poc.llm.base import ChatBackend
 
 #: The prompt variants.
 PROMPTS: tuple[str, ...] = ("direct", "list-then-reason")
@@ -52,7 +57,7 @@ LIST_INSTRUCTION = (
 DEFAULT_MAX_TOKENS: dict[str, int] = {"direct": 64, "list-then-reason": 768}
 
 
-def user_text(environment: Any, question: str, prompt: str) -> str:
+def user_text(environment: Environment, question: str, prompt: str) -> str:
     """The text of the user turn (after the image): constraints, question, the prompt's instruction."""
     instruction = DIRECT_INSTRUCTION if prompt == "direct" else LIST_INSTRUCTION
     return (
@@ -64,7 +69,7 @@ def user_text(environment: Any, question: str, prompt: str) -> str:
     )
 
 
-def build_vlm_messages(environment: Any, image: Any, question: str, *, prompt: str = "direct") -> list[dict[str, Any]]:
+def build_vlm_messages(environment: Environment, image: Any, question: str, *, prompt: str = "direct") -> list[dict[str, Any]]:
     """System turn and one user turn ``[image part, text part]`` for one question.
 
     Args:
@@ -102,7 +107,7 @@ class VLMBaseline(ChatAnsweringModel):
             rendered image (naming its image file) when it is asked.
     """
 
-    def __init__(self, backend: Any, *, prompt: str = "direct", max_tokens: int | None = None,
+    def __init__(self, backend: ChatBackend | str, *, prompt: str = "direct", max_tokens: int | None = None,
                  temperature: float = 0.0, seed: int | None = 0, workers: int = 1, name: str | None = None,
                  device: str = "auto", dtype: str = "auto", timeout: float = 60) -> None:
         if prompt not in PROMPTS:
@@ -131,7 +136,7 @@ class VLMBaseline(ChatAnsweringModel):
     def __repr__(self) -> str:
         return f"VLMBaseline(name={self.name!r}, prompt={self.prompt!r})"
 
-    def messages_for(self, example: Any) -> list[dict[str, Any]]:
+    def messages_for(self, example: Example) -> list[dict[str, Any]]:
         """The chat messages for ``example`` (its rendered partial-scene image, environment, question)."""
         if example.image_path is None:
             raise FormatError("the question's image is not rendered (render the dataset first: python -m "

@@ -57,7 +57,7 @@ class Listing:
     error: str | None = None
 
 
-def _value(raw: Any, attribute: str) -> str | None:
+def _value(raw: object, attribute: str) -> str | None:
     from clevr_poc.baselines.llm_standalone import VALUE_WORDS
 
     if not isinstance(raw, str):

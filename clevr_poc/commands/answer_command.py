@@ -28,12 +28,12 @@ from typing import Any, Callable, TypeVar
 
 from clevr_poc import domain
 from clevr_poc.answer import Answer
-from clevr_poc.commands.shared import add_command
+from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.environments import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.examples import EXAMPLES, load_example
 from clevr_poc.question import Question
-from clevr_poc.reasoning import Reasoner
+from clevr_poc.reasoning import Reasoner, ReasonerMode
 from clevr_poc.scene import Scene
 
 DEFAULT_TIME_LIMIT = 10.0
@@ -48,7 +48,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``answer`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,
@@ -120,11 +120,11 @@ def parse_time_limit(text: str) -> float:
     return value
 
 
-def parse_mode(text: str) -> str:
-    """``--mode``; raises FormatError unless it is one of :attr:`Reasoner.MODES`."""
+def parse_mode(text: str) -> ReasonerMode:
+    """``--mode`` as a :class:`ReasonerMode`; raises FormatError unless it is one of :attr:`Reasoner.MODES`."""
     if text not in Reasoner.MODES:
         raise FormatError(f"expected one of {list(Reasoner.MODES)}", field="--mode", value=text)
-    return text
+    return ReasonerMode(text)
 
 
 def load_inputs(args: argparse.Namespace) -> AnswerInputs:
@@ -155,14 +155,15 @@ def load_inputs(args: argparse.Namespace) -> AnswerInputs:
     return AnswerInputs(environment, scene, query, question, expected, args.example)
 
 
-def solve(inputs: AnswerInputs, *, mode: str = "compiled", time_limit: float = DEFAULT_TIME_LIMIT,
+def solve(inputs: AnswerInputs, *, mode: ReasonerMode | str = ReasonerMode.COMPILED,
+          time_limit: float = DEFAULT_TIME_LIMIT,
           explain: bool = False) -> Answer:
     """Answer (and with ``explain`` explain) the question of ``inputs``; see :func:`solve_with_mode`."""
     return solve_with_mode(inputs, mode=mode, time_limit=time_limit, explain=explain)[0]
 
 
-def solve_with_mode(inputs: AnswerInputs, *, mode: str = "compiled", time_limit: float = DEFAULT_TIME_LIMIT,
-                    explain: bool = False) -> tuple[Answer, str]:
+def solve_with_mode(inputs: AnswerInputs, *, mode: ReasonerMode | str = ReasonerMode.COMPILED,
+                    time_limit: float = DEFAULT_TIME_LIMIT, explain: bool = False) -> tuple[Answer, ReasonerMode]:
     """Answer (and with ``explain`` explain) the question of ``inputs``.
 
     Returns:
@@ -177,8 +178,9 @@ def solve_with_mode(inputs: AnswerInputs, *, mode: str = "compiled", time_limit:
     """
     reasoner = Reasoner(mode=mode, time_limit=time_limit)
 
-    def used() -> str:
-        return "compiled" if mode == "compiled" and reasoner.counts.get("compiled", 0) > 0 else "direct"
+    def used() -> ReasonerMode:
+        compiled = reasoner.mode is ReasonerMode.COMPILED and reasoner.counts.get(ReasonerMode.COMPILED, 0) > 0
+        return ReasonerMode.COMPILED if compiled else ReasonerMode.DIRECT
 
     try:
         if not explain:
@@ -206,7 +208,7 @@ def _braces(values: frozenset[str], attribute: str | None) -> str:
     return "{" + ", ".join(_in_domain_order(values, attribute)) + "}"
 
 
-def to_json(answer: Answer, inputs: AnswerInputs, mode: str) -> dict[str, Any]:
+def to_json(answer: Answer, inputs: AnswerInputs, mode: ReasonerMode | str) -> dict[str, Any]:
     """The ``--json`` document: :meth:`Answer.to_json` plus question, expected answer, the mode that
     answered (``mode``: give the mode used, :func:`solve_with_mode`), example."""
     data = answer.to_json()

@@ -34,11 +34,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from clevr_poc.commands.shared import add_command
+from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.errors import ClevrPocError, FormatError
-from clevr_poc.progress import progress_bar
+
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
+    from clevr_poc.evaluation import EvaluationReport
+    from clevr_poc.experiment import ExperimentResult, PerceptionSummary, WorkedExample
+    from clevr_poc.pipeline import Pipeline
+    from clevr_poc.scene import Scene
 
 #: Python modules the demo needs and the extra that installs each.
 REQUIREMENTS: tuple[tuple[str, str], ...] = (
@@ -50,8 +56,6 @@ MAIN_MODEL = "NS-VQA (perception, BiLSTM)"
 GOLD_SCENE_MODEL = "NS-VQA (gold scene, BiLSTM)"
 GOLD_MODEL = "NS-VQA (gold scene, gold ASP)"
 SPLIT = "test"
-#: Examples explained at most while looking for the worked example.
-MAX_EXPLAINED = 8
 
 _EPILOG = """examples:
   python -m clevr_poc demo                                   # 8 environments x 10 questions, 2-5 min on 2 cores
@@ -59,7 +63,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``demo`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,
@@ -119,35 +123,7 @@ def _positive(value: int, option: str) -> int:
 
 
 # ====================================================================== scoring helpers
-def _object_key(obj: Any) -> tuple:
-    return (obj.color, obj.shape, obj.size, obj.material, obj.region)
-
-
-def perception_summary(perceived: Sequence[Any], gold: Sequence[Any]) -> dict[str, Any]:
-    """How well perception matched the gold partial scenes.
-
-    Returns ``{"scenes", "right_count", "exact_scenes", "objects", "objects_found"}``: scenes with the
-    right number of objects, scenes whose objects (color, shape, size, material, region) equal the gold
-    ones as a multiset, gold objects, and gold objects with an identical perceived object (multiset
-    intersection).
-    """
-    from collections import Counter
-
-    right_count = exact = found = total = 0
-    for p, g in zip(perceived, gold):
-        if p is None:
-            total += len(g)
-            continue
-        pc, gc = Counter(map(_object_key, p.objects)), Counter(map(_object_key, g.objects))
-        right_count += len(p) == len(g)
-        exact += pc == gc
-        found += sum((pc & gc).values())
-        total += len(g)
-    return {"scenes": len(gold), "right_count": right_count, "exact_scenes": exact, "objects": total,
-            "objects_found": found}
-
-
-def attribute_table(reports: Mapping[str, Any]) -> str:
+def attribute_table(reports: Mapping[str, EvaluationReport]) -> str:
     """Table-2 layout with rows = query attribute (``all`` first), columns = models."""
     from clevr_poc.evaluation import table2_markdown
 
@@ -159,7 +135,7 @@ def attribute_table(reports: Mapping[str, Any]) -> str:
     return table2_markdown(rows, row_header="Query attribute (questions)")
 
 
-def _scene_lines(scene: Any) -> list[str]:
+def _scene_lines(scene: Scene) -> list[str]:
     return [f"  {i}: {o.size} {o.color} {o.material} {o.shape} in region {o.region}"
             for i, o in enumerate(scene.objects)] or ["  (no objects)"]
 
@@ -241,17 +217,17 @@ def run(args: argparse.Namespace) -> int:
     from clevr_poc.dataset_reader import load_dataset
 
     examples = list(load_dataset(dataset_dir, SPLIT))
-    results = answer_examples(pipeline, examples, progress=progress)
+    result = answer_examples(pipeline, examples, progress=progress)
     timings["answer"] = time.perf_counter() - clock
 
     _say("[4/4] scoring and writing the report")
     clock = time.perf_counter()
-    from clevr_poc.evaluation import PredictionTable, evaluate, write_outputs
+    from clevr_poc.evaluation import write_outputs
+    from clevr_poc.experiment import perception_summary, worked_example
 
-    reports = {name: evaluate(PredictionTable(name, examples, table), examples, progress=False, split=SPLIT)
-               for name, table in results["predictions"].items()}
-    example = worked_example(pipeline, examples, results)
-    perception = perception_summary(results["scenes"], [e.partial_scene for e in examples])
+    reports = result.reports()
+    example = worked_example(pipeline, result, MAIN_MODEL)
+    perception = perception_summary(result.scenes, [e.partial_scene for e in examples])
     written = write_outputs(reports, report_dir, plots=not args.no_plots, row_header="Dataset")
     timings["report"] = time.perf_counter() - clock
     timings["total"] = time.perf_counter() - started
@@ -260,16 +236,17 @@ def run(args: argparse.Namespace) -> int:
                 "questions": len(examples), "seed": args.seed, "samples": args.samples,
                 "decoding": "argmax" if args.argmax_decoding else "constraints", "models": str(models),
                 "look": look}
-    if example and example["json"]["image"]:
-        example["image_link"] = Path(os.path.relpath(example["json"]["image"], report_dir)).as_posix()
-    text = demo_markdown(settings, reports, perception, example, timings, sorted(written))
+    image_link = None
+    if example and example.example.image_path:
+        image_link = Path(os.path.relpath(str(example.example.image_path), report_dir)).as_posix()
+    text = demo_markdown(settings, reports, perception, example, timings, sorted(written), image_link)
     from clevr_poc._io import atomic_write_json, atomic_write_text
 
     atomic_write_text(report_dir / "demo.md", text)
     atomic_write_json(report_dir / "demo.json", {
         "settings": settings, "timings_seconds": {k: round(v, 2) for k, v in timings.items()},
-        "perception": perception, "models": {name: r.summary() for name, r in reports.items()},
-        "worked_example": example["json"] if example else None}, indent=2)
+        "perception": perception.to_json(), "models": {name: r.summary() for name, r in reports.items()},
+        "worked_example": worked_example_json(example) if example else None}, indent=2)
     print()
     print(console_text(reports, perception, example, timings, report_dir))
     # the last line: the main model's scores, machine-readable (as `evaluate` prints)
@@ -281,120 +258,74 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def answer_examples(pipeline: Any, examples: Sequence[Any], *, progress: bool = True) -> dict[str, Any]:
-    """Answer every example three ways (module doc): returns ``{"predictions": model -> key -> Prediction,
-    "scenes": perceived scenes (None on failure), "queries": parsed queries}``."""
-    from clevr_poc.evaluation import Prediction, example_key
-    from clevr_poc.perception.cameras import camera_spec
-    from clevr_poc.pipeline import Pipeline
+def answer_examples(pipeline: Pipeline, examples: Sequence[Example], *, progress: bool = True
+                    ) -> ExperimentResult:
+    """Answer every example three ways (module doc), perceiving and parsing each once
+    (:class:`~clevr_poc.experiment.SharedSteps`): the :class:`~clevr_poc.experiment.ExperimentResult` of
+    :data:`MAIN_MODEL`, :data:`GOLD_SCENE_MODEL` and :data:`GOLD_MODEL`, with the perceived scenes and the
+    parsed queries."""
+    from clevr_poc.experiment import SharedSteps, run_experiment
 
-    queries = pipeline.parse_batch([e.question for e in examples])
-    gold_scene = Pipeline(None, pipeline.parser, reasoner=pipeline.reasoner)
-    tables: dict[str, dict[str, Any]] = {MAIN_MODEL: {}, GOLD_SCENE_MODEL: {}, GOLD_MODEL: {}}
-    scenes: list[Any] = []
-    bar = progress_bar(len(examples), enabled=progress, description="answering", unit="q")
-    try:
-        for i, (example, query) in enumerate(zip(examples, queries)):
-            key = example_key(example, i)
-            try:
-                camera = camera_spec(example.partial_scene, pipeline.camera_source, source=example.image_path)
-                scene = pipeline.perceive(example.image_path, camera, example.environment)
-            except ClevrPocError as exc:
-                scene = None
-                tables[MAIN_MODEL][key] = Prediction(None, f"perception failed: {exc}", query)
-            scenes.append(scene)
-            if scene is not None:
-                tables[MAIN_MODEL][key] = _predict(pipeline, example, scene, query)
-            tables[GOLD_SCENE_MODEL][key] = _predict(gold_scene, example, example.partial_scene, query)
-            tables[GOLD_MODEL][key] = _predict(gold_scene, example, example.partial_scene,
-                                               example.question.asp_query)
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return {"predictions": tables, "scenes": scenes, "queries": queries}
+    shared = SharedSteps(pipeline)
+    models = [shared.pipeline(MAIN_MODEL), shared.pipeline(GOLD_SCENE_MODEL, perceived=False),
+              shared.pipeline(GOLD_MODEL, perceived=False, parsed=False)]
+    return run_experiment(models, examples, shared=shared, split=SPLIT, progress=progress)
 
 
-def _predict(pipeline: Any, example: Any, scene: Any, query: str) -> Any:
-    from clevr_poc.pipeline import reasoned_prediction
-
-    return reasoned_prediction(pipeline.reasoner, example.environment, scene, query)
-
-
-def worked_example(pipeline: Any, examples: Sequence[Any], results: Mapping[str, Any]) -> dict[str, Any] | None:
-    """One example answered from pixels, explained: the first one answered exactly, from a perceived scene
-    with as many objects as the gold one, whose explanation eliminates a value by environment constraints
-    (else the first such correct one, else the first correct one, else the first one)."""
-    from clevr_poc.evaluation import example_key
-
-    table = results["predictions"][MAIN_MODEL]
-    ranked = []
-    for i, example in enumerate(examples):
-        prediction = table[example_key(example, i)]
-        correct = prediction.values is not None and prediction.values == example.question.answer
-        scene = results["scenes"][i]
-        if scene is not None:  # prefer correct answers from scenes with every visible object found
-            complete = len(scene) == len(example.partial_scene)
-            ranked.append((0 if correct and complete else 1 if correct else 2, i))
-    chosen = None
-    for rank, i in sorted(ranked)[:MAX_EXPLAINED]:
-        scene, query = results["scenes"][i], results["queries"][i]
-        answer = pipeline.answer(question=examples[i].question, environment=examples[i].environment, scene=scene,
-                                 query=query, explain=True)
-        if chosen is None:
-            chosen = (i, scene, query, answer)
-        if rank == 0 and answer.explanation and any(e.constraints for e in answer.explanation.eliminated):
-            chosen = (i, scene, query, answer)
-            break
-    if chosen is None:
-        return None
-    i, scene, query, answer = chosen
-    example = examples[i]
+def worked_example_text(worked: WorkedExample) -> str:
+    """The worked example as printed and written into ``demo.md``."""
+    example, answer = worked.example, worked.answer
     gold = example.question.answer or frozenset()
     lines = [
         f"Image: {example.image_path}",
         f"Environment {example.environment.id} ({len(example.environment.constraints)} constraints, "
         f"{example.environment.num_objects} objects per scene)",
         f"Question: {example.question.text}",
-        f"Parsed ASP query: {query}",
+        f"Parsed ASP query: {worked.query}",
         f"Gold ASP query:   {example.question.asp_query}",
-        "Perceived partial scene:", *_scene_lines(scene),
+        "Perceived partial scene:", *_scene_lines(worked.scene),
         "Gold partial scene:", *_scene_lines(example.partial_scene),
         f"Answer: {{{', '.join(answer.sorted_values())}}}    gold: {{{', '.join(sorted(gold))}}}    "
         f"{'correct' if answer.values == gold else 'wrong'}",
         "Explanation:",
         *("  " + line for line in (answer.explanation.describe().splitlines() if answer.explanation else [])),
     ]
-    return {"text": "\n".join(lines), "json": {
-        "image": str(example.image_path), "question": example.question.text, "query": query,
-        "gold_query": example.question.asp_query, "answer": answer.sorted_values(), "gold": sorted(gold),
-        "explanation": answer.explanation.to_json() if answer.explanation else None}}
+    return "\n".join(lines)
 
 
-def _perception_lines(perception: Mapping[str, Any]) -> list[str]:
-    return [f"- scenes with the right number of objects: {perception['right_count']} of {perception['scenes']}",
+def worked_example_json(worked: WorkedExample) -> dict[str, object]:
+    """The worked example in ``demo.json``."""
+    example, answer = worked.example, worked.answer
+    return {"image": str(example.image_path), "question": example.question.text, "query": worked.query,
+            "gold_query": example.question.asp_query, "answer": answer.sorted_values(),
+            "gold": sorted(example.question.answer or frozenset()),
+            "explanation": answer.explanation.to_json() if answer.explanation else None}
+
+
+def _perception_lines(perception: PerceptionSummary) -> list[str]:
+    return [f"- scenes with the right number of objects: {perception.right_count} of {perception.scenes}",
             f"- scenes perceived exactly (every object's color, shape, size, material and region): "
-            f"{perception['exact_scenes']} of {perception['scenes']}",
-            f"- gold objects perceived exactly: {perception['objects_found']} of {perception['objects']}"]
+            f"{perception.exact_scenes} of {perception.scenes}",
+            f"- gold objects perceived exactly: {perception.objects_found} of {perception.objects}"]
 
 
-def console_text(reports: Mapping[str, Any], perception: Mapping[str, Any], example: Mapping[str, Any] | None,
-                 timings: Mapping[str, float], report_dir: Path) -> str:
+def console_text(reports: Mapping[str, EvaluationReport], perception: PerceptionSummary,
+                 example: WorkedExample | None, timings: Mapping[str, float], report_dir: Path) -> str:
     """What the command prints at the end."""
     lines = [f"Table 2 layout, {next(iter(reports.values())).n} questions of a freshly generated and rendered "
              f"benchmark ({MAIN_MODEL} answers from pixels)", "", attribute_table(reports),
              "Perception (against the gold partial scenes):", *_perception_lines(perception), ""]
     if example:
-        lines += ["Worked example (answered from pixels):", example["text"], ""]
+        lines += ["Worked example (answered from pixels):", worked_example_text(example), ""]
     lines.append("Time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     lines.append(f"Report: {report_dir / 'demo.md'} (tables, plots, per-question results)")
     return "\n".join(lines)
 
 
-def demo_markdown(settings: Mapping[str, Any], reports: Mapping[str, Any], perception: Mapping[str, Any],
-                  example: Mapping[str, Any] | None, timings: Mapping[str, float], files: Sequence[str]) -> str:
-    """The report's ``demo.md``."""
+def demo_markdown(settings: Mapping[str, object], reports: Mapping[str, EvaluationReport],
+                  perception: PerceptionSummary, example: WorkedExample | None, timings: Mapping[str, float],
+                  files: Sequence[str], image_link: str | None = None) -> str:
+    """The report's ``demo.md`` (``image_link``: the worked example's image, relative to the report)."""
     lines = [
         "# clevr_poc demo: a small benchmark answered from pixels", "",
         f"Generated {settings['environments']} environments x {settings['questions_per_environment']} questions "
@@ -409,9 +340,9 @@ def demo_markdown(settings: Mapping[str, Any], reports: Mapping[str, Any], perce
     ]
     if example:
         lines += ["## Worked example", ""]
-        if example.get("image_link"):
-            lines += [f"![the partial scene]({example['image_link']})", ""]
-        lines += ["```text", example["text"], "```", ""]
+        if image_link:
+            lines += [f"![the partial scene]({image_link})", ""]
+        lines += ["```text", worked_example_text(example), "```", ""]
     lines += ["## Time (seconds, wall clock)", "", "| phase | seconds |", "|---|---:|",
               *(f"| {k} | {v:.1f} |" for k, v in timings.items()), "",
               "## Files", "", *(f"- [{name}]({name})" for name in files), ""]

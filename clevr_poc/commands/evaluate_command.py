@@ -38,18 +38,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from clevr_poc import limits
-from clevr_poc.commands.shared import (add_command, check_output_file, check_output_folder, positive_int,
-                                      remove_stale_output_temps, split_examples, worker_count)
+from clevr_poc.commands.shared import (
+    Subparsers, add_command, check_output_file, check_output_folder, positive_int, remove_stale_output_temps,
+    split_examples, worker_count,
+)
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError
 from clevr_poc.executors import EXECUTORS
+
+if TYPE_CHECKING:
+    from clevr_poc.baselines.vlm import VLMBaseline
+    from clevr_poc.dataset_reader import Example
+    from clevr_poc.evaluation import EvaluationReport, Model
+    from clevr_poc.parsing import QueryParser
+    from clevr_poc.perception import Perception
+    from clevr_poc.pipeline import Pipeline
 
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
 #: must score 1.0) and the stand-alone LLM (§4.1.3, App. C.1; needs ``--backend``).
@@ -74,7 +83,7 @@ predictions file: {"CLEVR_test_000000.png": ["small", "medium"], "CLEVR_test_000
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``evaluate`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,
@@ -172,7 +181,7 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _model(args: argparse.Namespace) -> Any:
+def _model(args: argparse.Namespace) -> "Model":
     if args.model in CLIP_MODELS:
         if not args.checkpoint:
             raise FormatError(f"--model {args.model} needs --checkpoint DIR (a folder written by "
@@ -206,10 +215,10 @@ def _model(args: argparse.Namespace) -> Any:
     return LLMStandalone(args.backend, max_tokens=max_tokens, workers=args.workers, name=args.name)
 
 
-def _ns_vqa(args: argparse.Namespace) -> Any:
+def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
     """NS-VQA (:class:`~clevr_poc.pipeline.Pipeline`) with the ``--scene`` / ``--query`` sources
     (checkpoints checked before anything runs)."""
-    from clevr_poc.pipeline import Pipeline, check_checkpoints, parser_label
+    from clevr_poc.pipeline import Pipeline, check_checkpoints
 
     if args.query != "llm" and args.backend:
         raise FormatError("--backend is used with --query llm (or --model llm-standalone) only", field="--backend",
@@ -231,12 +240,12 @@ def _ns_vqa(args: argparse.Namespace) -> Any:
         import torch
 
         torch.set_num_threads(args.threads)
-    perception: Any = None
+    perception: "Perception | None" = None
     if args.scene == "perception":
         from clevr_poc.perception import Perception
 
         perception = Perception.from_pretrained(folders["perception"], device=args.device)
-    parser: Any = None
+    parser: "QueryParser | None" = None
     if args.query == "bilstm":
         from clevr_poc.parsing.seq2seq import BiLSTMParser
 
@@ -250,50 +259,11 @@ def _ns_vqa(args: argparse.Namespace) -> Any:
         parser = LLMParser(args.backend or "local", max_tokens=max_tokens)
     names = {"gold": "gold scene", "perception": "perception"}
     name = args.name or (f"NS-VQA ({names[args.scene]}, "
-                         f"{'gold ASP' if parser is None else parser_label(parser) + ' parser'})")
+                         f"{'gold ASP' if parser is None else parser.name + ' parser'})")
     return Pipeline(perception, parser, name=name, camera_source=args.camera)
 
 
-def _program_accuracy(report: Any, examples: list[Any]) -> dict[str, Any]:
-    """Program accuracy of an NS-VQA run with a parser, ``raw`` (the query that ran) vs the gold query,
-    two ways: literal (``correct``/``accuracy``: equal up to variable renaming and literal order, the
-    paper's measure) and semantic (``semantic_correct``/``semantic_accuracy``: the same answer set on the
-    example's gold partial scene, by the Reasoner)."""
-    from clevr_poc.parsing.equivalence import answers_agree, programs_equal
-    from clevr_poc.reasoning import Reasoner
-
-    by_key = {_key(e, i): e for i, e in enumerate(examples)}
-    reasoner = Reasoner()
-    correct = semantic = 0
-    for r in report.results:
-        example = by_key.get(r.key)
-        if r.raw is None or example is None:
-            continue
-        correct += programs_equal(r.raw, example.question.asp_query)
-        semantic += answers_agree(r.raw, example.question.asp_query, example.environment, example.partial_scene,
-                                  reasoner=reasoner)
-    n = report.n
-    return {"correct": correct, "n": n, "accuracy": correct / n if n else 0.0,
-            "semantic_correct": semantic, "semantic_accuracy": semantic / n if n else 0.0}
-
-
-def _cached(path: str, model: Any, examples: list[Any]) -> int:
-    """How many of ``examples`` already have a prediction in the checkpoint file (0 for a new file)."""
-    from clevr_poc.evaluation import Checkpoint, model_name
-
-    if not Path(path).is_file():
-        return 0
-    store = Checkpoint(path, model_name(model))
-    return sum(1 for i, e in enumerate(examples) if store.get(_key(e, i)) is not None)
-
-
-def _key(example: Any, position: int) -> str:
-    from clevr_poc.evaluation import example_key
-
-    return example_key(example, position)
-
-
-def _vlm_extra(model: Any, report: Any, examples: list[Any]) -> dict[str, Any]:
+def _vlm_extra(model: "VLMBaseline", report: "EvaluationReport", examples: list["Example"]) -> dict[str, Any]:
     """``--model vlm``: the prompt, the backend's token usage and (list-then-reason) the listed-scene metrics."""
     extra: dict[str, Any] = {"prompt": model.prompt}
     usage = getattr(model.backend, "usage", None)
@@ -374,6 +344,8 @@ def run(args: argparse.Namespace) -> int:
         except FormatError as exc:
             raise FormatError(str(exc), source=args.predictions) from None
     else:
+        from clevr_poc.experiment import program_accuracy, run_model
+
         image_failures = _image_failures(args, examples)  # before any model is loaded
         model = _model(args)  # built here too when pooled: its errors are one line, and it names the run
         if args.model == "ns-vqa" and args.scene == "gold" and args.query == "gold":
@@ -392,29 +364,25 @@ def run(args: argparse.Namespace) -> int:
         else:
             runner = model
         clip = args.model in CLIP_MODELS  # --checkpoint is the model folder, not a predictions file
-        cached = 0 if clip or not args.checkpoint else _cached(args.checkpoint, model, examples)
-        started = time.perf_counter()
         with model if _pooled(args) else nullcontext():
-            report = evaluate(runner, examples, progress=args.progress, split=args.split,
-                              parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
-                              batch_size=_batch_size(args))
-        seconds = time.perf_counter() - started
-        asked = report.n - cached  # questions sent to the model in this run (the rest came from --checkpoint)
-        extra = {**report.extra, "seconds": round(seconds, 3),
-                 "seconds_per_question": round(seconds / asked, 4) if asked else None}
-        if cached:
-            extra["from_checkpoint"] = cached
+            run = run_model(runner, examples, progress=args.progress, split=args.split,
+                            parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
+                            batch_size=_batch_size(args))
+        report = run.report
+        extra = {**report.extra, "seconds": round(run.seconds, 3), "seconds_per_question": run.seconds_per_question}
+        if run.cached:
+            extra["from_checkpoint"] = run.cached
         if image_failures is not None:
             extra["image_failures"] = len(image_failures)
         if args.model == "ns-vqa" and args.query != "gold":
-            extra["program_accuracy"] = _program_accuracy(report, examples)
-            accuracy = extra["program_accuracy"]
-            print(f"program accuracy: literal {accuracy['correct']} of {accuracy['n']} ({accuracy['accuracy']:.4f}), "
-                  f"semantic {accuracy['semantic_correct']} of {accuracy['n']} ({accuracy['semantic_accuracy']:.4f})")
+            accuracy = program_accuracy(report, examples)
+            extra["program_accuracy"] = accuracy.to_json()
+            print(f"program accuracy: literal {accuracy.correct} of {accuracy.n} ({accuracy.accuracy:.4f}), "
+                  f"semantic {accuracy.semantic_correct} of {accuracy.n} ({accuracy.semantic_accuracy:.4f})")
         if args.model == "vlm":
             extra.update(_vlm_extra(model, report, examples))
-        print(f"time: {seconds:.1f} s, {extra['seconds_per_question']} s per question"
-              + (f" ({asked} asked; {cached} from the checkpoint)" if cached else ""))
+        print(f"time: {run.seconds:.1f} s, {extra['seconds_per_question']} s per question"
+              + (f" ({run.asked} asked; {run.cached} from the checkpoint)" if run.cached else ""))
         report = replace(report, extra=extra)
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)

@@ -16,7 +16,7 @@ import argparse
 import os
 from typing import Any
 
-from clevr_poc.commands.shared import add_command, int_at_least
+from clevr_poc.commands.shared import Subparsers, add_command, int_at_least
 
 #: Largest upload the page accepts (gradio refuses bigger files before they reach the library).
 MAX_UPLOAD = "16mb"
@@ -28,7 +28,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``explore`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,

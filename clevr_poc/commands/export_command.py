@@ -15,7 +15,9 @@ import argparse
 import json
 from typing import Any
 
-from clevr_poc.commands.shared import add_command, check_output_folder, positive_int, require_dataset_folder
+from clevr_poc.commands.shared import (
+    Subparsers, add_command, check_output_folder, positive_int, require_dataset_folder,
+)
 
 FORMATS: tuple[str, ...] = ("hf",)
 
@@ -26,7 +28,7 @@ then: datasets.load_dataset("clevr-poc-hf", split="test"), or push it: docs/expo
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``export`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,

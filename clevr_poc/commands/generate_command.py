@@ -20,7 +20,7 @@ import argparse
 import json
 from typing import Any
 
-from clevr_poc.commands.shared import add_command
+from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.errors import ClevrPocError
 
 _EPILOG = """examples:
@@ -34,7 +34,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``generate`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,

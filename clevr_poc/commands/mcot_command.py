@@ -27,17 +27,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from clevr_poc._io import atomic_write_json, atomic_write_text
 from clevr_poc.commands.main import run_parsed
-from clevr_poc.commands.shared import (ArgumentParser, non_negative_int, positive_int, run_guarded,
+from clevr_poc.commands.shared import (ArgumentParser, Subparsers, non_negative_int, positive_int, run_guarded,
                                        with_checked_outputs)
 from clevr_poc.errors import FormatError
 from clevr_poc.mcot.extraction import ExtractionMode, FailurePolicy
 from clevr_poc.mcot.prompts import (M3COT_STRATEGIES, SCIENCEQA_DEFAULT_SEED, SCIENCEQA_DEFAULT_SHOTS,
                                     SCIENCEQA_FORMATS, SCIENCEQA_MAX_TOKENS)
 
+if TYPE_CHECKING:
+    from clevr_poc.llm.base import ChatBackend
 
 
 def _common(parser: argparse.ArgumentParser, *, default_seed: int) -> None:
@@ -70,7 +72,7 @@ SCIENCEQA_METHODS: dict[str, str] = {"direct": "QCM-A", "cot": "QCM-ALE"}
 MAX_WORKERS = 256
 
 
-def _add_run(sub: Any) -> None:
+def _add_run(sub: Subparsers) -> None:
     run = sub.add_parser("run", help="run a (vision-)language model on M3CoT or ScienceQA with the images",
                          description="Build the official prompts with the images, run them through --backend "
                                      "(resumable --out, progress, --workers at a time), write the official output "
@@ -174,7 +176,7 @@ def run_scienceqa_command(args: argparse.Namespace) -> int:
         result = run_scienceqa(dataset, backend, split=args.split, prompt_format=args.prompt, shots=args.shots,
                                seed=args.seed, use_caption=args.use_caption, limit=args.limit,
                                max_tokens=args.max_tokens, output_path=args.output, progress=not args.no_progress)
-        outputs = result["outputs"]
+        outputs = result.outputs
         name = args.name or backend.name
         rng = official_guess_rng(dataset, args.shots, args.seed)  # guesses as the official runner draws them
     model = load_similarity_model() if args.explanations and args.similarity else None
@@ -254,7 +256,7 @@ def run_command(args: argparse.Namespace) -> int:
     return _finish(args, summary, markdown)
 
 
-def _run_scienceqa(args: argparse.Namespace, backend: Any, name: str) -> tuple[dict[str, Any], str]:
+def _run_scienceqa(args: argparse.Namespace, backend: "ChatBackend", name: str) -> tuple[dict[str, Any], str]:
     from clevr_poc.mcot.mcot_data import load_scienceqa
     from clevr_poc.mcot.harness import official_guess_rng, run_scienceqa, score_scienceqa
     from clevr_poc.mcot.text_metrics import scienceqa_accuracy, scienceqa_markdown
@@ -265,13 +267,13 @@ def _run_scienceqa(args: argparse.Namespace, backend: Any, name: str) -> tuple[d
                            shots=args.shots, seed=seed, limit=args.limit,
                            max_tokens=args.max_tokens or SCIENCEQA_MAX_TOKENS, output_path=args.out,
                            progress=not args.no_progress, images=args.images, workers=args.workers)
-    summary, items, _ = score_scienceqa(dataset, result["outputs"], mode=args.rule, policy=args.on_failure, seed=seed,
+    summary, items, _ = score_scienceqa(dataset, result.outputs, mode=args.rule, policy=args.on_failure, seed=seed,
                                         name=name, rng=official_guess_rng(dataset, args.shots, seed))
     columns = scienceqa_accuracy(dataset.problems, items)
     return summary, scienceqa_markdown(name, columns, summary["parse"])
 
 
-def _run_m3cot(args: argparse.Namespace, backend: Any, name: str) -> tuple[dict[str, Any], str]:
+def _run_m3cot(args: argparse.Namespace, backend: "ChatBackend", name: str) -> tuple[dict[str, Any], str]:
     from clevr_poc.mcot.mcot_data import load_m3cot, parse_m3cot_record
     from clevr_poc.mcot.harness import run_m3cot, score_m3cot
     from clevr_poc.mcot.text_metrics import m3cot_accuracy, m3cot_markdown

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from clevr_poc.commands.shared import add_command
+from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.errors import ClevrPocError, FormatError, UnsafeProgramError
 
 _EPILOG = """examples:
@@ -36,7 +36,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``parse`` sub-command (sets ``func=run``)."""
     parser = add_command(
         subparsers,

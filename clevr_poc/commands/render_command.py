@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from clevr_poc.commands.shared import add_command
+from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.errors import ClevrPocError
 
 _EPILOG = """examples:
@@ -26,7 +26,7 @@ _EPILOG = """examples:
 """
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register the ``render`` sub-command (sets ``func=run``)."""
     from clevr_poc.rendering.render import DEFAULT_ENGINE, DEFAULT_SAMPLES
     from clevr_poc.rendering.styles import COLOUR_SPACES, DEFAULT_STYLE, STYLE_NAMES
@@ -84,6 +84,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clevr_poc.render_settings import RenderSettings
     from clevr_poc.rendering.batch_render import render_dataset
     from clevr_poc.rendering.render import RenderError
 
@@ -102,11 +103,13 @@ def run(args: argparse.Namespace) -> int:
 
     require_dataset_folder(args.dataset)  # worded as evaluate's --dataset
     try:
+        settings = RenderSettings(
+            style=args.style, width=args.width, height=args.height, samples=args.samples, engine=args.engine,
+            denoise=args.denoise, adaptive=args.adaptive, camera_jitter=args.camera_jitter,
+            light_jitter=args.light_jitter, colour_space=args.colour_space, cone_lift=args.cone_lift,
+            assets=args.assets, min_pixels=args.min_pixels)
         summary = render_dataset(
-            args.dataset, splits=args.split, complete=args.complete, samples=args.samples, width=args.width,
-            height=args.height, engine=args.engine, style=args.style, colour_space=args.colour_space,
-            camera_jitter=args.camera_jitter, light_jitter=args.light_jitter, cone_lift=args.cone_lift,
-            assets=args.assets, denoise=args.denoise, adaptive=args.adaptive, seed=args.seed, min_pixels=args.min_pixels,
+            args.dataset, splits=args.split, complete=args.complete, settings=settings, seed=args.seed,
             workers=args.workers, executor=args.executor, ray_address=args.ray_address, overwrite=args.overwrite,
             limit=args.limit, progress=not args.no_progress)
     except ClevrPocError:

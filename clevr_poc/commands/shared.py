@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
 from pathlib import Path
 
@@ -37,7 +37,11 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def add_command(subparsers: Any, name: str, *, help: str, description: str, epilog: str) -> argparse.ArgumentParser:
+#: The ``add_subparsers()`` object every command's ``add_parser`` registers itself with.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def add_command(subparsers: Subparsers, name: str, *, help: str, description: str, epilog: str) -> argparse.ArgumentParser:
     """Register the sub-command ``name`` of ``python -m clevr_poc``: its one-line ``help`` (listed by
     ``--help``), its ``description`` and its ``epilog`` of examples, both printed as written."""
     return subparsers.add_parser(name, help=help, description=description, epilog=epilog,

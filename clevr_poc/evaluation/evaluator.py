@@ -5,19 +5,25 @@ in :mod:`clevr_poc.evaluation.report`."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.checkpoint import Checkpoint
 from clevr_poc.evaluation.metrics import exact_match, jaccard_index
+from clevr_poc.evaluation.model_protocol import Model
 from clevr_poc.evaluation.report import (
     PARSE_FAILURE_POLICIES, UNKNOWN, EvaluationReport, ExampleResult, Prediction, normalize_prediction,
 )
 from clevr_poc.progress import progress_bar
 
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
 
-def example_groups(example: Any) -> dict[str, str]:
+T = TypeVar("T")
+
+
+def example_groups(example: "Example") -> dict[str, str]:
     """The breakdown groups of an example (see the module docstring)."""
     question = example.question
     attribute = question.query_attribute
@@ -31,8 +37,8 @@ def example_groups(example: Any) -> dict[str, str]:
         template = f"{question.template_filename}#{question.question_family_index}"
     else:
         template = UNKNOWN
-    complete = getattr(example, "complete_scene", None)
-    environment = getattr(example, "environment", None)
+    complete = example.complete_scene
+    environment = example.environment
     if complete is not None:
         num_objects = str(len(complete))
     elif environment is not None:
@@ -46,16 +52,13 @@ def example_groups(example: Any) -> dict[str, str]:
             "num_objects": num_objects, "environment": UNKNOWN if env_id is None else str(env_id)}
 
 
-def example_key(example: Any, position: int) -> str:
+def example_key(example: "Example", position: int) -> str:
     """``image_filename`` of the example's question (or scene), else ``"#<position>"``."""
-    name = getattr(example.question, "image_filename", None)
-    if not name:
-        scene = getattr(example, "partial_scene", None)
-        name = getattr(scene, "image_filename", None)
+    name = example.question.image_filename or example.partial_scene.image_filename
     return name or f"#{position}"
 
 
-def score_example(example: Any, prediction: Prediction, position: int = 0) -> ExampleResult:
+def score_example(example: "Example", prediction: Prediction, position: int = 0) -> ExampleResult:
     """Score one prediction against the example's gold answer.
 
     Raises:
@@ -74,8 +77,8 @@ def score_example(example: Any, prediction: Prediction, position: int = 0) -> Ex
     )
 
 
-def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    chunk: list[Any] = []
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
     for item in items:
         chunk.append(item)
         if len(chunk) == size:
@@ -85,25 +88,26 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-def model_name(model: Any) -> str:
-    """``model.name`` if the model has one, else its class name."""
-    return str(getattr(model, "name", None) or type(model).__name__)
+def model_name(model: Model) -> str:
+    """``model.name``, else (an empty name) its class name."""
+    return str(model.name or type(model).__name__)
 
 
-def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name: str | None = None,
+def evaluate(model: Model, examples: Iterable["Example"], progress: bool = True, *, name: str | None = None,
              split: str | None = None, batch_size: int = 32, parse_failures: str = "wrong",
              on_result: Callable[[ExampleResult], None] | None = None,
              checkpoint: str | os.PathLike[str] | None = None) -> EvaluationReport:
     """Run ``model`` on every example and score it (exact accuracy eq. 2, Jaccard eq. 3).
 
     Args:
-        model: an object with ``predict(example)`` (and optionally ``predict_batch`` /
-            ``predict_detailed``; see the module docstring).
+        model: a :class:`~clevr_poc.evaluation.Model` (``name``, ``predict_batch(examples) ->
+            list[Prediction]``; :class:`~clevr_poc.evaluation.ExampleModel` for one example at a time,
+            :class:`~clevr_poc.evaluation.FunctionModel` for a function).
         examples: labelled examples (an iterable; consumed once).
         progress: show a tqdm progress bar (when tqdm is installed).
         name: model name in the report (default: ``model.name`` or the class name).
         split: split / dataset name recorded in the report.
-        batch_size: examples per ``predict_batch`` call (>= 1).
+        batch_size: examples per ``predict_batch`` call and per checkpoint flush (>= 1).
         parse_failures: ``"wrong"`` (default) or ``"exclude"`` (see :class:`EvaluationReport`).
         on_result: called with each :class:`ExampleResult` as soon as it is scored (logging, early
             inspection).
@@ -119,17 +123,16 @@ def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name
         FormatError: a model returned something that is not a set of strings or None, returned the
             wrong number of predictions from ``predict_batch``, an example has no gold answer, or the
             checkpoint file belongs to another model or is damaged.
-        TypeError: ``model`` has no ``predict`` method.
+        TypeError: ``model`` is not a :class:`~clevr_poc.evaluation.Model`.
     """
     if parse_failures not in PARSE_FAILURE_POLICIES:
         raise FormatError(f"must be one of {PARSE_FAILURE_POLICIES}", field="parse_failures", value=parse_failures)
     if batch_size < 1:
         raise FormatError("must be >= 1", field="batch_size", value=batch_size)
-    batch = getattr(model, "predict_batch", None)
-    detailed = getattr(model, "predict_detailed", None)
-    single = getattr(model, "predict", None)
-    if batch is None and detailed is None and single is None:
-        raise TypeError(f"{type(model).__name__} has no predict(example) method")
+    if not isinstance(model, Model):
+        raise TypeError(f"{type(model).__name__} is not an evaluator model: it needs name and "
+                        "predict_batch(examples) -> list[Prediction] (clevr_poc.evaluation.Model); subclass "
+                        "ExampleModel, or wrap a function example -> set | None in FunctionModel")
     try:
         total = len(examples)  # type: ignore[arg-type]
     except TypeError:
@@ -139,7 +142,7 @@ def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name
     bar = progress_bar(total, enabled=progress, description=label, unit="q")
     results: list[ExampleResult] = []
     try:
-        for chunk in _chunks(examples, batch_size if batch is not None else 1):
+        for chunk in _chunks(examples, batch_size):
             first = len(results)
             keys = [example_key(e, first + i) for i, e in enumerate(chunk)]
             predictions: dict[int, Prediction] = {}
@@ -152,13 +155,10 @@ def evaluate(model: Any, examples: Iterable[Any], progress: bool = True, *, name
                     predictions[i] = cached
             if todo:
                 pending = [chunk[i] for i in todo]
-                if batch is not None:
-                    outputs = list(batch(pending))
-                    if len(outputs) != len(pending):
-                        raise FormatError(f"predict_batch returned {len(outputs)} predictions for {len(pending)} "
-                                          f"examples", field="predict_batch", value=len(outputs))
-                else:
-                    outputs = [detailed(e) if detailed is not None else single(e) for e in pending]
+                outputs = list(model.predict_batch(pending))
+                if len(outputs) != len(pending):
+                    raise FormatError(f"predict_batch returned {len(outputs)} predictions for {len(pending)} "
+                                      f"examples", field="predict_batch", value=len(outputs))
                 for i, output in zip(todo, outputs):
                     predictions[i] = normalize_prediction(output, where=keys[i])
                 if store is not None:

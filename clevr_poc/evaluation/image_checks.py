@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from clevr_poc.evaluation.evaluator import model_name
+from clevr_poc.evaluation.model_protocol import Model
 from clevr_poc.evaluation.report import Prediction
 from clevr_poc.image_files import ImageFileError, read_rgb
 
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
 
-def expected_image(example: Any, dataset: str | os.PathLike[str]) -> Path:
+
+def expected_image(example: "Example", dataset: str | os.PathLike[str]) -> Path:
     """Where the example's partial-scene image is, or would be once rendered:
     ``DATASET/incomplete/images/<split>/<image_filename>`` (file name only: no folder of a record is used)."""
     question = example.question
@@ -32,7 +36,7 @@ def expected_image(example: Any, dataset: str | os.PathLike[str]) -> Path:
     return Path(dataset) / "incomplete" / "images" / str(question.split) / Path(name).name
 
 
-def image_problem(example: Any, dataset: str | os.PathLike[str]) -> str | None:
+def image_problem(example: "Example", dataset: str | os.PathLike[str]) -> str | None:
     """Why the example's image cannot be read (one line naming the file), or None when it can."""
     path = getattr(example, "image_path", None)
     if path is None:
@@ -45,7 +49,7 @@ def image_problem(example: Any, dataset: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def check_images(examples: Sequence[Any], dataset: str | os.PathLike[str], *, allow_missing: bool
+def check_images(examples: Sequence["Example"], dataset: str | os.PathLike[str], *, allow_missing: bool
                  ) -> dict[int, str]:
     """``id(example) -> cause`` of every example whose image cannot be read.
 
@@ -67,22 +71,15 @@ class ImageCheckedModel:
     """``model`` with the questions of :func:`check_images`'s failures answered by a failed
     :class:`Prediction` (``error="image: <cause>"``) instead of the model. Same name as ``model``."""
 
-    def __init__(self, model: Any, failures: dict[int, str]):
+    def __init__(self, model: Model, failures: dict[int, str]):
         self.model = model
         self.failures = dict(failures)
         self.name = model_name(model)
 
-    def _run(self, examples: list[Any]) -> list[Any]:
-        batch = getattr(self.model, "predict_batch", None)
-        if batch is not None:
-            return list(batch(examples))
-        one = getattr(self.model, "predict_detailed", None) or self.model.predict
-        return [one(example) for example in examples]
-
-    def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
+    def predict_batch(self, examples: Sequence["Example"]) -> list[Prediction]:
         examples = list(examples)
         todo = [e for e in examples if id(e) not in self.failures]
-        outputs = self._run(todo) if todo else []
+        outputs = list(self.model.predict_batch(todo)) if todo else []
         if len(outputs) != len(todo):  # the evaluator reports the model's wrong count
             return outputs
         answered = iter(outputs)

@@ -22,9 +22,14 @@ import contextlib
 import multiprocessing
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from clevr_poc.evaluation.model_protocol import Model
+from clevr_poc.evaluation.report import Prediction
 from clevr_poc.executors import ExecutorConfig, ray_session
+
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
 
 
 @dataclass(frozen=True)
@@ -47,14 +52,10 @@ def _start_worker(recipe: ModelRecipe) -> None:
     _MODEL[:] = [recipe.build()]
 
 
-def predict_with(model: Any, examples: Sequence[Any]) -> list[Any]:
-    """``model.predict_batch(examples)``, else ``predict_detailed`` / ``predict`` per example (the
-    evaluator's model protocol, :mod:`clevr_poc.evaluation.report`)."""
-    batch = getattr(model, "predict_batch", None)
-    if batch is not None:
-        return list(batch(list(examples)))
-    one = getattr(model, "predict_detailed", None) or model.predict
-    return [one(example) for example in examples]
+def predict_with(model: Model, examples: Sequence["Example"]) -> list[Prediction]:
+    """``model.predict_batch(examples)`` (the evaluator's model protocol,
+    :class:`~clevr_poc.evaluation.model_protocol.Model`)."""
+    return list(model.predict_batch(list(examples)))
 
 
 def _run(func: Callable[..., list[Any]], items: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
@@ -82,7 +83,7 @@ class _ModelActor:
         return model_name(self.model)
 
 
-def environment_key(example: Any, position: int) -> Any:
+def environment_key(example: "Example", position: int) -> tuple[str, int | None]:
     """What routes an example: its environment's id (examples of one environment share a worker), else
     its position."""
     environment = getattr(example, "environment", None)
@@ -184,7 +185,7 @@ class ModelPool:
                 self._name = self._workers[0].submit(_name).result()
         return self._name
 
-    def worker_of(self, example: Any, position: int = 0) -> int:
+    def worker_of(self, example: "Example", position: int = 0) -> int:
         """The worker an example goes to (environments stick to the first worker they were sent to)."""
         key = environment_key(example, position)
         worker = self._route.get(key)

@@ -4,15 +4,19 @@ table of predictions (used by it and by ``python -m clevr_poc demo``)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.evaluator import evaluate, example_key
+from clevr_poc.evaluation.model_protocol import ExampleModel
 from clevr_poc.evaluation.report import EvaluationReport, Prediction
 
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
 
-def score_predictions(examples: Iterable[Any], predictions: Mapping[str, Any], *, model: str = "predictions",
+
+def score_predictions(examples: Iterable["Example"], predictions: Mapping[str, Any], *, model: str = "predictions",
                       split: str | None = None, parse_failures: str = "wrong") -> EvaluationReport:
     """Scoring-only mode: score ``predictions`` (``image_filename`` -> values or None) on ``examples``.
 
@@ -42,7 +46,7 @@ def score_predictions(examples: Iterable[Any], predictions: Mapping[str, Any], *
     return evaluate(table, examples, progress=False, name=model, split=split, parse_failures=parse_failures)
 
 
-def _prediction_from_json(value: Any, key: str) -> Prediction:
+def _prediction_from_json(value: object, key: str) -> Prediction:
     if value is None:
         return Prediction(None, "null in the predictions file")
     if not isinstance(value, list):
@@ -55,7 +59,7 @@ def _prediction_from_json(value: Any, key: str) -> Prediction:
     return Prediction(frozenset(value))
 
 
-class PredictionTable:
+class PredictionTable(ExampleModel):
     """An evaluator model answering from predictions already made.
 
     The example at position ``i`` of ``examples`` is answered with ``predictions[example_key(example, i)]``
@@ -73,7 +77,7 @@ class PredictionTable:
             twice under different keys, or (when asked) an example the table was not made for.
     """
 
-    def __init__(self, name: str, examples: Sequence[Any], predictions: Mapping[str, Prediction]) -> None:
+    def __init__(self, name: str, examples: Sequence["Example"], predictions: Mapping[str, Prediction]) -> None:
         self.name = name
         self._examples = list(examples)  # keeps the ids below valid
         self._by_example: dict[int, Prediction] = {}
@@ -87,7 +91,7 @@ class PredictionTable:
                                   field="examples", value=key)
             self._by_example[id(example)] = predictions[key]
 
-    def predict_detailed(self, example: Any) -> Prediction:
+    def predict_detailed(self, example: "Example") -> Prediction:
         """The prediction made for ``example`` (one of the table's examples)."""
         try:
             return self._by_example[id(example)]

@@ -2,13 +2,10 @@
 :class:`GroupScore` and :class:`EvaluationReport` (paper §4.2); the model protocol of the one evaluator,
 ``evaluate(model, examples) -> EvaluationReport`` (:mod:`clevr_poc.evaluation.evaluator`).
 
-A *model* is any object with ``predict(example) -> set[str] | None`` (None: the model produced no
-parseable answer, a *parse failure*). Optional, used when present (first match wins):
-
-- ``predict_batch(examples) -> list[set[str] | None | Prediction]`` — called with up to ``batch_size``
-  examples at a time;
-- ``predict_detailed(example) -> Prediction`` — the values plus why a prediction failed and the raw
-  model output, kept in the report.
+A *model* is a :class:`clevr_poc.evaluation.Model` (:mod:`clevr_poc.evaluation.model_protocol`): a
+``name`` and ``predict_batch(examples) -> list[Prediction]``, called with up to ``batch_size`` examples at a time; a
+:class:`Prediction` holds the values (None: the model produced no parseable answer, a *parse failure*),
+why a prediction failed and the raw model output, kept in the report.
 
 An *example* is a :class:`clevr_poc.dataset_reader.Example` or anything with the same attributes:
 ``question`` (:class:`~clevr_poc.question.Question` with its gold ``answer``), ``environment``,
@@ -115,7 +112,7 @@ class ExampleResult:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "ExampleResult":
+    def from_json(cls, data: object, *, source: object = None) -> "ExampleResult":
         if not isinstance(data, Mapping):
             raise FormatError("an example result must be a JSON object", source=source, value=data)
         try:
@@ -292,7 +289,7 @@ class EvaluationReport:
         return atomic_write_json(path, self.to_json(examples=examples), indent=1)
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "EvaluationReport":
+    def from_json(cls, data: object, *, source: object = None) -> "EvaluationReport":
         """Rebuild a report written by :meth:`to_json` (with ``examples=True``).
 
         Raises:
@@ -313,7 +310,7 @@ class EvaluationReport:
         return cls.from_json(read_json(path), source=Path(path))
 
 
-def normalize_prediction(value: Any, *, where: str = "prediction") -> Prediction:
+def normalize_prediction(value: object, *, where: str = "prediction") -> Prediction:
     """Turn a model's return value into a :class:`Prediction`.
 
     Accepts None, a :class:`Prediction`, or a set / frozenset / list / tuple of strings.

@@ -153,7 +153,7 @@ class DatasetConfig:
         }
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "DatasetConfig":
+    def from_json(cls, data: object, *, source: object = None) -> "DatasetConfig":
         if not isinstance(data, Mapping):
             raise FormatError("the manifest must be a JSON object", source=source)
         try:

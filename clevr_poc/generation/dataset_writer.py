@@ -359,7 +359,7 @@ def generate_dataset(
     from clevr_poc.generation.stats import write_report
 
     stats = write_report(out_dir, config, envs, specs)
-    stats = {**stats, "generation": generation_stats(out_dir, config, specs)}
+    stats = {**stats.to_json(), "generation": generation_stats(out_dir, config, specs)}
     atomic_write_json(out_dir / "stats.json", stats, indent=2)
     stats_seconds = time.perf_counter() - started
     return DatasetSummary(out_dir, config, len(specs), len(tasks), len(done), environments_seconds,

@@ -446,7 +446,7 @@ def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -
 def _silhouettes(meshes, camera, shown) -> dict | None:
     """Per object of ``shown``: (inner polygon (M, 2), support values (K,), smallest and largest vertex
     depth); None when a vertex lies behind the camera."""
-    from clevr_poc.rendering.geometry import project_points
+    from clevr_poc.camera import project_points
 
     shown = list(shown)
     if not shown:

@@ -21,13 +21,18 @@ settings. Timings are not written (they are in :class:`~clevr_poc.generation.dat
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
 from clevr_poc._io import atomic_open, atomic_write_json, atomic_write_text, read_json
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
+
+if TYPE_CHECKING:
+    from clevr_poc.generation.dataset_config import DatasetConfig
+    from clevr_poc.generation.example_plan import ExampleSpec
 
 #: Plot files written under ``figures/``.
 FIGURES: tuple[str, ...] = (
@@ -40,7 +45,37 @@ def _sorted_counts(counter: Mapping[Any, int], key=None) -> dict[str, int]:
     return {str(k): counter[k] for k in sorted(counter, key=key)}
 
 
-def compute_stats(out_dir: Path, config, environments: Sequence[Environment], specs: Sequence[Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DatasetStats:
+    """The statistics of a generated dataset: the keys of ``stats.json`` (module doc), in file order.
+
+    ``str`` keys throughout (as written to JSON): environment ids, object counts N and answer-set sizes are
+    decimal strings.
+    """
+
+    examples: int
+    environments: int
+    splits: dict[str, int]
+    per_environment: dict[str, dict[str, int]]
+    query_attributes: dict[str, dict[str, int]]
+    query_attribute_shares: dict[str, float]
+    configured_query_shares: dict[str, float]
+    query_attribute_fallbacks: int
+    families: dict[str, int]
+    templates: dict[str, int]
+    templates_missing: list[str]
+    answers: dict[str, dict[str, int]]
+    answer_sizes: dict[str, dict[str, int]]
+    objects_per_scene: dict[str, int]
+    query_attribute_by_objects: dict[str, dict[str, int]]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``stats.json`` object (without the ``generation`` section the dataset writer adds)."""
+        return asdict(self)
+
+
+def compute_stats(out_dir: Path, config: DatasetConfig, environments: Sequence[Environment],
+                  specs: Sequence[ExampleSpec]) -> DatasetStats:
     """Read every question file of the plan and count (see the module docstring for the keys).
 
     Raises:
@@ -81,29 +116,29 @@ def compute_stats(out_dir: Path, config, environments: Sequence[Environment], sp
     all_attributes = by_attribute["all"]
     order = {a: i for i, a in enumerate(domain.ATTRIBUTES)}
     attr_key = lambda a: order.get(a, 99)  # noqa: E731
-    return {
-        "examples": total,
-        "environments": len(environments),
-        "splits": dict(splits),
-        "per_environment": {str(e): {s: c[s] for s in config.split_names} for e, c in sorted(per_env.items())},
-        "query_attributes": {name: {a: c.get(a, 0) for a in domain.ATTRIBUTES} for name, c in by_attribute.items()},
-        "query_attribute_shares": {a: round(all_attributes.get(a, 0) / total, 6) if total else 0.0
-                                   for a in domain.ATTRIBUTES},
-        "configured_query_shares": {a: round(s, 6) for a, s in sorted(config.query_shares, key=lambda p: attr_key(p[0]))},
-        "query_attribute_fallbacks": fallbacks,
-        "families": _sorted_counts(families),
-        "templates": _sorted_counts(templates, key=lambda t: (t.split("#")[0], int(t.split("#")[1]) if t.split("#")[1].isdigit() else 0)),
-        "templates_missing": sorted(t for t, c in templates.items() if c == 0),
-        "answers": {a: dict(sorted(answers[a].items(), key=lambda kv: (-kv[1], kv[0]))) for a in domain.ATTRIBUTES},
-        "answer_sizes": {a: _sorted_counts(sizes[a]) for a in domain.ATTRIBUTES},
-        "objects_per_scene": _sorted_counts(objects),
-        "query_attribute_by_objects": {str(n): {a: by_objects[n].get(a, 0) for a in domain.ATTRIBUTES}
-                                       for n in sorted(by_objects)},
-    }
+    return DatasetStats(
+        examples=total,
+        environments=len(environments),
+        splits=dict(splits),
+        per_environment={str(e): {s: c[s] for s in config.split_names} for e, c in sorted(per_env.items())},
+        query_attributes={name: {a: c.get(a, 0) for a in domain.ATTRIBUTES} for name, c in by_attribute.items()},
+        query_attribute_shares={a: round(all_attributes.get(a, 0) / total, 6) if total else 0.0
+                                for a in domain.ATTRIBUTES},
+        configured_query_shares={a: round(s, 6) for a, s in sorted(config.query_shares, key=lambda p: attr_key(p[0]))},
+        query_attribute_fallbacks=fallbacks,
+        families=_sorted_counts(families),
+        templates=_sorted_counts(templates, key=lambda t: (t.split("#")[0], int(t.split("#")[1]) if t.split("#")[1].isdigit() else 0)),
+        templates_missing=sorted(t for t, c in templates.items() if c == 0),
+        answers={a: dict(sorted(answers[a].items(), key=lambda kv: (-kv[1], kv[0]))) for a in domain.ATTRIBUTES},
+        answer_sizes={a: _sorted_counts(sizes[a]) for a in domain.ATTRIBUTES},
+        objects_per_scene=_sorted_counts(objects),
+        query_attribute_by_objects={str(n): {a: by_objects[n].get(a, 0) for a in domain.ATTRIBUTES}
+                                    for n in sorted(by_objects)},
+    )
 
 
 # ---------------------------------------------------------------------- plots
-def write_figures(out_dir: Path, stats: Mapping[str, Any]) -> list[Path]:
+def write_figures(out_dir: Path, stats: DatasetStats) -> list[Path]:
     """The plots of paper Appendix B (Fig. 6a/b, 7a-e) and objects per scene, as PNG under ``figures/``."""
     import matplotlib
 
@@ -123,7 +158,7 @@ def write_figures(out_dir: Path, stats: Mapping[str, Any]) -> list[Path]:
         written.append(path)
 
     # Fig. 6a: questions per template, coloured by family
-    templates = stats["templates"]
+    templates = stats.templates
     families = sorted({t.split("#")[0] for t in templates})
     colours = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
     fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(templates) + 2), 4))
@@ -137,12 +172,12 @@ def write_figures(out_dir: Path, stats: Mapping[str, Any]) -> list[Path]:
     save(fig, "question_families.png")
 
     # Fig. 7a: query attributes
-    shares = stats["query_attributes"]["all"]
+    shares = stats.query_attributes["all"]
     fig, ax = plt.subplots(figsize=(5, 3.5))
     attributes = list(domain.ATTRIBUTES)
     ax.bar(attributes, [shares[a] for a in attributes], color="tab:blue", label="generated")
-    configured = stats["configured_query_shares"]
-    ax.plot(attributes, [configured.get(a, 0) * stats["examples"] for a in attributes], "k_", markersize=30,
+    configured = stats.configured_query_shares
+    ax.plot(attributes, [configured.get(a, 0) * stats.examples for a in attributes], "k_", markersize=30,
             label="configured")
     ax.set_ylabel("questions")
     ax.set_title("Query attributes")
@@ -150,7 +185,7 @@ def write_figures(out_dir: Path, stats: Mapping[str, Any]) -> list[Path]:
     save(fig, "query_attributes.png")
 
     # Fig. 6b: query attribute by number of objects
-    by_objects = stats["query_attribute_by_objects"]
+    by_objects = stats.query_attribute_by_objects
     ns = list(by_objects)
     fig, ax = plt.subplots(figsize=(6, 3.5))
     width = 0.8 / len(attributes)
@@ -165,7 +200,7 @@ def write_figures(out_dir: Path, stats: Mapping[str, Any]) -> list[Path]:
 
     # Fig. 7b-e: answer sets per attribute (the 30 most frequent for color)
     for a in attributes:
-        counts = stats["answers"][a]
+        counts = stats.answers[a]
         items = list(counts.items())[:30]
         fig, ax = plt.subplots(figsize=(max(4, 0.3 * len(items) + 2), 4))
         ax.bar(range(len(items)), [c for _, c in items], color="tab:green")
@@ -176,7 +211,7 @@ def write_figures(out_dir: Path, stats: Mapping[str, Any]) -> list[Path]:
         save(fig, f"answers_{a}.png")
 
     # objects per scene
-    objects = stats["objects_per_scene"]
+    objects = stats.objects_per_scene
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     ax.bar(list(objects), list(objects.values()), color="tab:gray")
     ax.set_xlabel("objects in the complete scene (N)")
@@ -193,19 +228,19 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def dataset_card(config, stats: Mapping[str, Any]) -> str:
+def dataset_card(config: DatasetConfig, stats: DatasetStats) -> str:
     """The ``README.md`` of a generated dataset (settings, layout, counts, how to load it)."""
     from clevr_poc import __version__
 
     splits = ",".join(f"{name}={share:g}" for name, share in config.splits)
     command = (f"python -m clevr_poc generate --out DIR --environments {config.environments} "
                f"--scenes-per-environment {config.scenes_per_environment} --seed {config.seed} --splits {splits}")
-    total = stats["examples"] or 1
-    attribute_rows = [(a, stats["query_attributes"]["all"][a], f"{100 * stats['query_attributes']['all'][a] / total:.1f} %",
-                       f"{100 * stats['configured_query_shares'].get(a, 0):.1f} %") for a in domain.ATTRIBUTES]
-    family_rows = sorted(stats["families"].items())
-    answer_rows = [(a, len(stats["answers"][a]),
-                    ", ".join(f"{k}: {v}" for k, v in stats["answer_sizes"][a].items())) for a in domain.ATTRIBUTES]
+    total = stats.examples or 1
+    attribute_rows = [(a, stats.query_attributes["all"][a], f"{100 * stats.query_attributes['all'][a] / total:.1f} %",
+                       f"{100 * stats.configured_query_shares.get(a, 0):.1f} %") for a in domain.ATTRIBUTES]
+    family_rows = sorted(stats.families.items())
+    answer_rows = [(a, len(stats.answers[a]),
+                    ", ".join(f"{k}: {v}" for k, v in stats.answer_sizes[a].items())) for a in domain.ATTRIBUTES]
     parts = [
         "# CLEVR-POC dataset (generated by clevr_poc)",
         "",
@@ -240,30 +275,30 @@ def dataset_card(config, stats: Mapping[str, Any]) -> str:
         "",
         "## Counts",
         "",
-        f"{stats['examples']} questions (one per scene) over {stats['environments']} environments "
+        f"{stats.examples} questions (one per scene) over {stats.environments} environments "
         f"({config.scenes_per_environment} scenes each).",
         "",
-        _table(("split", "questions"), stats["splits"].items()),
+        _table(("split", "questions"), stats.splits.items()),
         "",
         "Query attributes (paper Appendix B):",
         "",
         _table(("attribute", "questions", "share", "configured"), attribute_rows),
         "",
         f"Questions whose attribute had to differ from the plan (no valid question found): "
-        f"{stats['query_attribute_fallbacks']}.",
+        f"{stats.query_attribute_fallbacks}.",
         "",
         "Question families:",
         "",
         _table(("template file", "questions"), family_rows),
         "",
-        f"Templates never used: {', '.join(stats['templates_missing']) or 'none'}.",
+        f"Templates never used: {', '.join(stats.templates_missing) or 'none'}.",
         "",
         "Answer sets (every answer has 1 <= |answer| < |domain of the attribute|):",
         "",
         _table(("attribute", "distinct answer sets", "questions by answer size"), answer_rows),
         "",
         "Objects per complete scene (hidden object included): "
-        + ", ".join(f"N={n}: {c}" for n, c in stats["objects_per_scene"].items()) + ".",
+        + ", ".join(f"N={n}: {c}" for n, c in stats.objects_per_scene.items()) + ".",
         "",
         "## Semantics",
         "",
@@ -274,10 +309,11 @@ def dataset_card(config, stats: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def write_report(out_dir: Path, config, environments: Sequence[Environment], specs: Sequence[Any]) -> dict[str, Any]:
+def write_report(out_dir: Path, config: DatasetConfig, environments: Sequence[Environment],
+                 specs: Sequence[ExampleSpec]) -> DatasetStats:
     """Compute the statistics and write ``stats.json``, ``figures/*.png`` and ``README.md``; returns the stats."""
     stats = compute_stats(out_dir, config, environments, specs)
-    atomic_write_json(out_dir / "stats.json", stats, indent=2)
+    atomic_write_json(out_dir / "stats.json", stats.to_json(), indent=2)
     write_figures(out_dir, stats)
     atomic_write_text(out_dir / "README.md", dataset_card(config, stats))
     return stats

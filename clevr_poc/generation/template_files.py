@@ -142,7 +142,7 @@ def _node_kind(node_type: str) -> str:
     return "set"
 
 
-def parse_template(data: Any, *, source: object = None, index: int = 0, family: str = "custom") -> QuestionTemplate:
+def parse_template(data: object, *, source: object = None, index: int = 0, family: str = "custom") -> QuestionTemplate:
     """Validate one template JSON object.
 
     Raises:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -149,12 +150,58 @@ def official_guess_rng(dataset: ScienceQADataset, shots: int, seed: int) -> rand
     return rng
 
 
+@dataclass(frozen=True)
+class ScienceQARunArgs:
+    """The settings of a ScienceQA run (``args`` of the official result file)."""
+
+    split: str
+    prompt_format: str
+    shot_number: int
+    seed: int
+    use_caption: bool
+    max_tokens: int
+    backend: str
+    images: str
+
+    def to_json(self) -> dict[str, str | int | bool]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ScienceQARun:
+    """What :func:`run_scienceqa` returns, in the official result layout (:meth:`to_json`, module doc).
+
+    Attributes:
+        acc: accuracy in percent (official rule, random guess for unparseable outputs).
+        correct, count: correct answers, problems answered.
+        shot_qids: the demonstrations' problem ids.
+        args: the run's settings.
+        results: problem id -> predicted choice index (-1: none).
+        outputs: problem id -> the model's output text.
+        errors: problem id -> why its output is empty (a prompt too long).
+    """
+
+    acc: float
+    correct: int
+    count: int
+    shot_qids: list[str]
+    args: ScienceQARunArgs
+    results: dict[str, int]
+    outputs: dict[str, str]
+    errors: dict[str, str]
+
+    def to_json(self) -> dict[str, object]:
+        return {"acc": self.acc, "correct": self.correct, "count": self.count, "shot_qids": self.shot_qids,
+                "args": self.args.to_json(), "results": self.results, "outputs": self.outputs,
+                "errors": self.errors}
+
+
 def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str = "test",
                   prompt_format: str = "QCM-ALE", shots: int = 2, seed: int = 3, use_caption: bool = False,
                   limit: int | None = None, max_tokens: int = SCIENCEQA_MAX_TOKENS,
                   output_path: str | Path | None = None, save_every: int = 10, progress: bool = True,
                   on_output: Callable[[str, str], None] | None = None, images: str = "none",
-                  workers: int = 1) -> dict[str, Any]:
+                  workers: int = 1) -> ScienceQARun:
     """Prompt ``backend`` with every problem of ``split`` (card §Method) and collect its outputs.
 
     Demonstrations: ``random.Random(seed).sample(train ids, shots)`` (the official draw). Decoding: greedy,
@@ -164,8 +211,9 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
     ``images``: ``none`` / ``send`` / ``caption`` (module docstring); ``workers``: parallel requests.
 
     Returns:
-        The official result layout (see the module docstring); ``results`` uses the official rule and a
-        random guess for unparseable outputs drawn as the official runner does (:func:`official_guess_rng`).
+        :class:`ScienceQARun` (the official result layout, see the module docstring); ``results`` uses the
+        official rule and a random guess for unparseable outputs drawn as the official runner does
+        (:func:`official_guess_rng`).
 
     Raises:
         FormatError: an unknown split or format, an existing result file made with other settings, or
@@ -180,9 +228,7 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
         qids = qids[:max(0, limit)]
     rng = random.Random(seed)
     shot_qids = sample_demonstrations(dataset.split_ids("train") if shots else (), shots, rng)
-    args = {"split": split, "prompt_format": prompt_format, "shot_number": shots, "seed": seed,
-            "use_caption": use_caption, "max_tokens": max_tokens, "backend": getattr(backend, "name", "?"),
-            "images": images}
+    args = ScienceQARunArgs(split, prompt_format, shots, seed, use_caption, max_tokens, backend.name or "?", images)
     outputs: dict[str, str] = {}
     errors: dict[str, str] = {}
     if output_path is not None and Path(output_path).exists():
@@ -195,15 +241,14 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
         outputs = dict(read_scienceqa_outputs(output_path))
         errors = {str(k): str(v) for k, v in (previous.get("errors") or {}).items()}
 
-    def snapshot() -> dict[str, Any]:
+    def snapshot() -> ScienceQARun:
         done = {q: outputs[q] for q in qids if q in outputs}
         summary, items, _ = score_scienceqa(dataset, done, mode="official", policy="random", seed=seed,
                                             rng=official_guess_rng(dataset, shots, seed))
         correct = sum(i.correct for i in items)
-        return {"acc": 100.0 * correct / len(items) if items else 0.0, "correct": correct, "count": len(items),
-                "shot_qids": shot_qids, "args": args,
-                "results": {i.id: (-1 if i.predicted is None else i.predicted) for i in items}, "outputs": done,
-                "errors": {q: errors[q] for q in qids if q in errors}}
+        return ScienceQARun(100.0 * correct / len(items) if items else 0.0, correct, len(items), shot_qids, args,
+                            {i.id: (-1 if i.predicted is None else i.predicted) for i in items}, done,
+                            {q: errors[q] for q in qids if q in errors})
 
     pending = [q for q in qids if q not in outputs]
     if images == "send":  # every image is checked before the first request
@@ -227,12 +272,12 @@ def run_scienceqa(dataset: ScienceQADataset, backend: ChatBackend, *, split: str
         if on_output is not None:
             on_output(qid, outputs[qid])
 
-    save = (lambda: atomic_write_json(output_path, snapshot(), indent=2)) if output_path is not None else None
+    save = (lambda: atomic_write_json(output_path, snapshot().to_json(), indent=2)) if output_path is not None else None
     _run_items(pending, ask, done, workers=workers, save=save, save_every=save_every, progress=progress,
                desc=f"scienceqa {split}")
     result = snapshot()
     if output_path is not None:
-        atomic_write_json(output_path, result, indent=2)
+        atomic_write_json(output_path, result.to_json(), indent=2)
     return result
 
 
@@ -306,7 +351,7 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
                 raise FormatError("existing experiment file was made with another image mode; remove it or choose "
                                   "another --output", source=output_path, field="images", value=row.get("images"))
             done[previous.id] = row
-    name = getattr(backend, "name", "?")
+    name = backend.name or "?"
 
     def ordered() -> list[dict[str, Any]]:
         return [done[r.id] for r in chosen if r.id in done]

@@ -179,7 +179,7 @@ def _choices(record: Mapping[str, Any], where: str, max_options: int) -> tuple[s
     return tuple(choices)
 
 
-def parse_scienceqa_problem(qid: str, record: Any, *, source: object = "problems.json", caption: str = "",
+def parse_scienceqa_problem(qid: str, record: object, *, source: object = "problems.json", caption: str = "",
                             image_path: Path | None = None) -> ScienceQAProblem:
     """Validate one ``problems.json`` record and build a :class:`ScienceQAProblem`.
 
@@ -395,7 +395,7 @@ class M3CoTRecord:
         return OPTION_LETTERS.index(self.answer)
 
 
-def _message_text(message: Any, where: str, index: int) -> str:
+def _message_text(message: object, where: str, index: int) -> str:
     if isinstance(message, str):
         return message
     if isinstance(message, Mapping) and isinstance(message.get("content"), str):
@@ -404,7 +404,7 @@ def _message_text(message: Any, where: str, index: int) -> str:
                       value=message)
 
 
-def parse_m3cot_record(record: Any, *, source: object = "m3cot", index: int = 0,
+def parse_m3cot_record(record: object, *, source: object = "m3cot", index: int = 0,
                        require_messages: bool = False) -> M3CoTRecord:
     """Validate one M3CoT record (data or experiment) and build an :class:`M3CoTRecord`.
 
@@ -461,7 +461,7 @@ def parse_m3cot_record(record: Any, *, source: object = "m3cot", index: int = 0,
     )
 
 
-def _m3cot_image_field(value: Any, where: str) -> tuple[str | None, bytes | None]:
+def _m3cot_image_field(value: object, where: str) -> tuple[str | None, bytes | None]:
     """(path, bytes) of an M3CoT ``image`` field: a path string, or a ``{"bytes", "path"}`` struct."""
     if value is None or isinstance(value, str):
         return (value or None), None

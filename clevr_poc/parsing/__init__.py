@@ -1,5 +1,7 @@
 """Question parsers: English CLEVR-POC questions -> ASP queries (paper §4.1.2, §4.3 RQ2, Table 3).
 
+- :mod:`.query_parser` -- the parser seam: :class:`QueryParser` (``name``, ``parse_queries(questions) ->
+  list[ParseResult]``, implemented by both parsers), :class:`ParseResult`, :class:`FunctionParser`;
 - :mod:`.equivalence` -- program accuracy, literal (:func:`programs_equal`, :func:`program_accuracy`: the
   paper's measure) and semantic (:func:`semantic_program_accuracy`: same answer set) (torch-free);
 - :func:`to_official_form` -- the official generator's query form (re-exported from
@@ -20,9 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 from clevr_poc.parsing.equivalence import program_accuracy, programs_equal, semantic_program_accuracy
+from clevr_poc.parsing.query_parser import FunctionParser, ParseResult, QueryParser
 from clevr_poc.queries.official_form import to_official_form
 
-__all__ = ["programs_equal", "program_accuracy", "semantic_program_accuracy", "to_official_form", "BiLSTMParser", "ParserConfig", "QuestionVocabulary",
+__all__ = ["FunctionParser", "ParseResult", "QueryParser", "programs_equal", "program_accuracy", "semantic_program_accuracy", "to_official_form", "BiLSTMParser", "ParserConfig", "QuestionVocabulary",
            "question_tokens", "query_tokens"]
 
 _LAZY = {

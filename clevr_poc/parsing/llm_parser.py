@@ -50,6 +50,7 @@ from clevr_poc import domain
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.llm.base import ChatBackend, PromptTooLongError
+from clevr_poc.parsing.query_parser import ParseResult
 from clevr_poc.queries.official_form import to_official_form
 from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
 from clevr_poc.solver.rules import parse_statements
@@ -260,34 +261,6 @@ def _official_text(checked: SanitizedQuery) -> str:
 
 
 # ============================================================================ the parser
-@dataclass(frozen=True)
-class ParseResult:
-    """The parse of one question.
-
-    Attributes:
-        asp_query: the sanitized ASP query (``missing(Q) :- ... .``) in the official form
-            (:func:`~clevr_poc.queries.official_form.to_official_form`; as sanitized when it has no
-            official form), or None when every reply failed.
-        raw: the last reply of the model ("" when no reply came, e.g. a prompt too long).
-        error: why the last reply failed (None on success).
-        attempts: chat requests made for this question (1 + repair rounds used).
-        replies: every reply, in order.
-    """
-
-    asp_query: str | None
-    raw: str
-    error: str | None
-    attempts: int
-    replies: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.asp_query is not None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"asp_query": self.asp_query, "raw": self.raw, "error": self.error, "attempts": self.attempts}
-
-
 @dataclass
 class ParserStats:
     """Counters of an :class:`LLMParser` (cumulative over its life).
@@ -366,6 +339,16 @@ class LLMParser:
         self.stats = ParserStats()
         self._lock = threading.Lock()
         self._prefix = self._build_prefix()
+
+    @property
+    def name(self) -> str:
+        """The parser's name in model names: ``"LLM <backend name>"``."""
+        return f"LLM {self.backend.name or ''}".strip()
+
+    def parse_queries(self, questions: Sequence[str]) -> list[ParseResult]:
+        """:meth:`parse_batch` with one request at a time (the :class:`~clevr_poc.parsing.QueryParser`
+        protocol)."""
+        return self.parse_batch(questions)
 
     def __repr__(self) -> str:
         return (f"LLMParser(backend={getattr(self.backend, 'name', self.backend)!r}, "

@@ -43,6 +43,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from clevr_poc import domain
 from clevr_poc._io import atomic_open, atomic_write_json, read_json
 from clevr_poc.errors import FormatError, UnsafeProgramError
+from clevr_poc.parsing.query_parser import ParseResult
 from clevr_poc.parsing.grammar import MAX_QUERY_TOKENS, GrammarState, QueryGrammar, allowed_mask_sequence
 from clevr_poc.queries.official_form import to_official_form
 from clevr_poc.parsing.vocabulary import (
@@ -404,6 +405,8 @@ class BiLSTMParser:
     CONFIG_FILE = "config.json"
     VOCAB_FILE = "vocab.json"
     WEIGHTS_FILE = "weights.pt"
+    #: the parser's name in model names (:class:`~clevr_poc.parsing.QueryParser`)
+    name = "BiLSTM"
 
     def __init__(self, vocabulary: QuestionVocabulary, config: ParserConfig | None = None,
                  model: Seq2Seq | None = None) -> None:
@@ -501,6 +504,12 @@ class BiLSTMParser:
         finally:
             self.model.train(was_training)
         return results
+
+    def parse_queries(self, questions: Sequence[str]) -> list[ParseResult]:
+        """:meth:`parse_batch` as :class:`~clevr_poc.parsing.query_parser.ParseResult` objects (the
+        :class:`~clevr_poc.parsing.QueryParser` protocol; never a failure: constrained decoding always ends
+        a query)."""
+        return [ParseResult(text, text, None) for text in self.parse_batch(questions)]
 
     def parse(self, question: str) -> str:
         """Parse one question; see :meth:`parse_batch`."""

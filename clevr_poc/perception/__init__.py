@@ -6,7 +6,7 @@ perception; this answers from pixels).
     from clevr_poc.perception import Perception
 
     perception = Perception.from_pretrained("models/perception")
-    scene = perception("CLEVR_test_000000.png", camera)          # camera: rendering.geometry.Camera
+    scene = perception("CLEVR_test_000000.png", camera)          # camera: clevr_poc.camera.Camera
     scene = perception(image, camera, environment=env)            # constraint-aware decoding (paper §5)
     scene.to_asp_facts(); scene.objects[0].probabilities
 

@@ -1,9 +1,9 @@
 """From a detected box to a position on the ground, a region and relationships (numpy only, no torch).
 
-The camera of every render is stored in its scene JSON (:class:`clevr_poc.rendering.geometry.Camera`,
+The camera of every render is stored in its scene JSON (:class:`clevr_poc.camera.Camera`,
 OpenCV axes). An object rests on the ground plane ``z = 0``, so the bottom-centre of its box — the
 image point where it touches the ground, for an unoccluded object — is back-projected onto that plane
-with :func:`clevr_poc.rendering.geometry.image_to_ground`. That point lies on the object's front edge (as
+with :func:`clevr_poc.camera.image_to_ground`. That point lies on the object's front edge (as
 seen from the camera); the object's centre is about one radius further along the camera's horizontal
 viewing direction. The attribute network regresses that remaining offset (NS-VQA regresses 3-D
 positions too); :func:`object_centre` adds it.
@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from clevr_poc import domain
-from clevr_poc.rendering.geometry import Camera, image_to_ground
+from clevr_poc.camera import Camera, image_to_ground
 
 #: The x coordinate halfway across the strip 0 < x < 0.5 that belongs to no region: points left of it
 #: are nearest to regions 0/2, right of it to regions 1/3 (official region boxes).

@@ -4,7 +4,7 @@ Perception turns a box into a ground position through the camera (:mod:`.box_geo
 camera of every image. Our renderer stores it in the scene JSON (``"camera"``); the official CLEVR-POC
 release does not (its scene JSON has ``directions`` but no camera matrix; ``OFFICIAL_RENDER.md``): its
 images were all taken by one fixed camera, the ``official`` preset of
-:data:`clevr_poc.rendering.geometry.CAMERA_PRESETS` (location (10.0, -6.50764, 5.34367), 21 mm lens on a
+:data:`clevr_poc.camera.CAMERA_PRESETS` (location (10.0, -6.50764, 5.34367), 21 mm lens on a
 32 mm sensor, aimed at the origin; 320 x 320).
 
 Camera sources (``--camera`` of the command lines, ``camera_source=`` of the Python API):
@@ -23,28 +23,46 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from enum import StrEnum
+from typing import Mapping, TypeAlias
 
 from clevr_poc.errors import FormatError
-from clevr_poc.rendering.geometry import CAMERA_PRESETS, Camera, camera_preset
+from clevr_poc.camera import CAMERA_PRESETS, Camera, camera_preset
 from clevr_poc.scene import Scene
 
-#: Where the camera of an image comes from (module doc); ``auto`` is the default.
-CAMERA_SOURCES: tuple[str, ...] = ("auto", "from-scene", *sorted(CAMERA_PRESETS))
-DEFAULT_CAMERA_SOURCE = "auto"
+#: A camera as the data gives it: a :class:`Camera`, its JSON (``{"K", "world_to_camera", "image_size"}``) or a
+#: preset name (:data:`~clevr_poc.camera.CAMERA_PRESETS`).
+CameraSpec: TypeAlias = "Camera | Mapping[str, object] | str"
+#: A scene that may carry a camera: a :class:`Scene` or its JSON mapping.
+SceneLike: TypeAlias = "Scene | Mapping[str, object]"
+
+
+class CameraSource(StrEnum):
+    """Where the camera of an image comes from (module doc); the values are those of ``--camera``."""
+
+    AUTO = "auto"
+    FROM_SCENE = "from-scene"
+    OFFICIAL = "official"
+    OURS = "ours"
+
+
+#: The values of :class:`CameraSource` (the presets' names among them), in ``--camera`` order.
+CAMERA_SOURCES: tuple[str, ...] = tuple(source.value for source in CameraSource)
+DEFAULT_CAMERA_SOURCE = CameraSource.AUTO
 #: The preset of images that come without a camera (the official release's).
 FALLBACK_PRESET = "official"
 
 
-def check_camera_source(source: str) -> str:
-    """``source`` when it is one of :data:`CAMERA_SOURCES`; :class:`FormatError` otherwise."""
-    if source not in CAMERA_SOURCES:
+def check_camera_source(source: CameraSource | str) -> CameraSource:
+    """``source`` as a :class:`CameraSource` (a member or its value); :class:`FormatError` otherwise."""
+    try:
+        return CameraSource(source)
+    except ValueError:
         raise FormatError(f"unknown camera source; expected one of {list(CAMERA_SOURCES)}", field="camera",
-                          value=source)
-    return source
+                          value=source) from None
 
 
-def as_camera(camera: Any, *, source: object = None) -> Camera:
+def as_camera(camera: object, *, source: object = None) -> Camera:
     """A :class:`Camera` from a Camera or its JSON (``{"K", "world_to_camera", "image_size"}``).
 
     Raises:
@@ -54,12 +72,12 @@ def as_camera(camera: Any, *, source: object = None) -> Camera:
         return camera
     if isinstance(camera, Mapping):
         return Camera.from_json(dict(camera), source=source)
-    raise FormatError("a camera is a clevr_poc.rendering.geometry.Camera, its JSON or a preset name "
+    raise FormatError("a camera is a clevr_poc.camera.Camera, its JSON or a preset name "
                       f"({', '.join(sorted(CAMERA_PRESETS))})", source=source, field="camera",
                       value=type(camera).__name__)
 
 
-def scene_camera(scene: Any, *, source: object = None) -> Camera | None:
+def scene_camera(scene: SceneLike | None, *, source: object = None) -> Camera | None:
     """The camera a scene file carries (``"camera"``, written by ``python -m clevr_poc render``), or None.
 
     ``scene``: a :class:`~clevr_poc.scene.Scene` (its :attr:`~clevr_poc.scene.Scene.camera`, read with the
@@ -97,7 +115,7 @@ def fit_camera(camera: Camera, width: int, height: int, *, source: object = None
     return Camera(tuple(map(tuple, K)), camera.world_to_camera, int(width), int(height))
 
 
-def camera_spec(scene: Any = None, camera_source: str = DEFAULT_CAMERA_SOURCE, *, source: object = None
+def camera_spec(scene: SceneLike | None = None, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE, *, source: object = None
                 ) -> Camera | str:
     """The camera a scene's image was taken with, before its size is known: the scene's own
     :class:`Camera`, or a preset name (module doc; what ``Perception(image, camera=...)`` accepts).
@@ -105,21 +123,21 @@ def camera_spec(scene: Any = None, camera_source: str = DEFAULT_CAMERA_SOURCE, *
     Raises:
         FormatError: an unknown source, ``from-scene`` without a camera in the scene, or a malformed one.
     """
-    check_camera_source(camera_source)
-    if camera_source in CAMERA_PRESETS:
-        return camera_source
+    camera_source = check_camera_source(camera_source)
+    if camera_source.value in CAMERA_PRESETS:
+        return camera_source.value
     found = scene_camera(scene, source=source) if scene is not None else None
     if found is not None:
         return found
-    if camera_source == "from-scene":
+    if camera_source is CameraSource.FROM_SCENE:
         raise FormatError("the scene has no camera (the official release's scenes carry none): use camera "
                           f"source 'auto' or a preset ({', '.join(sorted(CAMERA_PRESETS))})", source=source,
                           field="camera")
     return FALLBACK_PRESET
 
 
-def resolve_camera(width: int, height: int, *, camera: Any = None, scene: Any = None,
-                   camera_source: str = DEFAULT_CAMERA_SOURCE, source: object = None) -> Camera:
+def resolve_camera(width: int, height: int, *, camera: CameraSpec | None = None, scene: SceneLike | None = None,
+                   camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE, source: object = None) -> Camera:
     """The camera of an image of ``width`` x ``height`` pixels.
 
     Args:
@@ -141,8 +159,8 @@ def resolve_camera(width: int, height: int, *, camera: Any = None, scene: Any = 
     return fit_camera(as_camera(spec, source=source), width, height, source=source)
 
 
-def camera_argument(camera: Any, camera_source: str = DEFAULT_CAMERA_SOURCE) -> Camera | str:
-    """The camera an image was rendered with: a :class:`~clevr_poc.rendering.geometry.Camera`, or a preset
+def camera_argument(camera: object, camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE) -> Camera | str:
+    """The camera an image was rendered with: a :class:`~clevr_poc.camera.Camera`, or a preset
     name that perception builds at the image's size (:mod:`clevr_poc.perception.cameras`).
 
     Accepts a Camera or its JSON (``{"K", "world_to_camera", "image_size"}``), which are used as they are;

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Mapping, Sequence
 
 import clingo
@@ -85,6 +86,20 @@ class ObjectCandidate:
         return int(np.argmax(self.region_probabilities))
 
 
+class DecodingStatus(StrEnum):
+    """How a scene was decoded (:attr:`DecodedScene.status`; written as its value into the scene JSON's
+    ``perception.decoding``)."""
+
+    #: plain decoding, no solver (:func:`argmax_decode`)
+    ARGMAX = "argmax"
+    #: clingo proved the optimum
+    OPTIMAL = "optimal"
+    #: the best scene found within the time limit
+    INTERRUPTED = "interrupted"
+    #: no consistent scene: the argmax scene is returned
+    UNSATISFIABLE = "unsatisfiable"
+
+
 @dataclass(frozen=True)
 class DecodedScene:
     """The decoding of a list of candidates.
@@ -94,8 +109,9 @@ class DecodedScene:
         values: per kept candidate, attribute -> value.
         regions: per kept candidate, its region.
         cost: the objective (sum of scaled -log probabilities; None for :func:`argmax_decode`).
-        status: ``"argmax"``, ``"optimal"`` (proven optimum), ``"interrupted"`` (best scene found within
-            the time limit) or ``"unsatisfiable"`` (no consistent scene: the argmax scene is returned).
+        status: a :class:`DecodingStatus`: ``argmax``, ``optimal`` (proven optimum), ``interrupted`` (best
+            scene found within the time limit) or ``unsatisfiable`` (no consistent scene: the argmax scene
+            is returned).
         relations_used: whether the relations between detections took part (they are dropped on a
             second try when the first is unsatisfiable).
     """
@@ -104,7 +120,7 @@ class DecodedScene:
     values: tuple[Mapping[str, str], ...]
     regions: tuple[int, ...]
     cost: int | None
-    status: str
+    status: DecodingStatus
     relations_used: bool = field(default=True)
 
 
@@ -119,7 +135,7 @@ def argmax_decode(candidates: Sequence[ObjectCandidate], threshold: float = 0.5)
     keep = tuple(i for i, c in enumerate(candidates) if c.score >= threshold)
     values = tuple({a: candidates[i].argmax(a) for a in domain.ATTRIBUTES} for i in keep)
     regions = tuple(candidates[i].argmax_region for i in keep)
-    return DecodedScene(keep, values, regions, None, "argmax")
+    return DecodedScene(keep, values, regions, None, DecodingStatus.ARGMAX)
 
 
 def decoding_symbols(candidates: Sequence[ObjectCandidate], num_objects: int, *,
@@ -157,7 +173,7 @@ def decoding_symbols(candidates: Sequence[ObjectCandidate], num_objects: int, *,
 USC_SHARE = 0.25
 
 
-def _solve_with(program: Program, options: list[str], time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
+def _solve_with(program: Program, options: list[str], time_limit: float) -> tuple[DecodingStatus, list[clingo.Symbol], int | None]:
     control = program.load(make_control(["--opt-mode=opt", "--warn=none", *options]))
     best: list[clingo.Symbol] = []
     cost: int | None = None
@@ -168,18 +184,18 @@ def _solve_with(program: Program, options: list[str], time_limit: float) -> tupl
                 cost = int(sum(model.cost)) if model.cost else 0
             result = handle.get()
     if fired[0] or result.interrupted:
-        return "interrupted", best, cost
-    return ("optimal" if best else "unsatisfiable"), best, cost
+        return DecodingStatus.INTERRUPTED, best, cost
+    return (DecodingStatus.OPTIMAL if best else DecodingStatus.UNSATISFIABLE), best, cost
 
 
-def _solve(program: Program, time_limit: float) -> tuple[str, list[clingo.Symbol], int | None]:
+def _solve(program: Program, time_limit: float) -> tuple[DecodingStatus, list[clingo.Symbol], int | None]:
     """Core-guided first, then branch and bound; the better of the two when neither proves the optimum."""
     status, best, cost = _solve_with(program, ["--opt-strategy=usc"], time_limit * USC_SHARE)
-    if status != "interrupted":
+    if status is not DecodingStatus.INTERRUPTED:
         return status, best, cost
     status2, best2, cost2 = _solve_with(program, ["--opt-strategy=bb", "--heuristic=Domain"],
                                         time_limit * (1 - USC_SHARE))
-    if status2 != "interrupted" or cost is None or (cost2 is not None and cost2 <= cost):
+    if status2 is not DecodingStatus.INTERRUPTED or cost is None or (cost2 is not None and cost2 <= cost):
         return status2, best2, cost2
     return status, best, cost
 
@@ -206,12 +222,14 @@ def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Enviro
         status, symbols, cost = _solve(program, time_limit)
         if symbols:
             break
-        if status == "interrupted":
+        if status is DecodingStatus.INTERRUPTED:
             fallback = argmax_decode(candidates, fallback_threshold)
-            return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, "interrupted", relations)
+            return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, DecodingStatus.INTERRUPTED,
+                                relations)
     else:
         fallback = argmax_decode(candidates, fallback_threshold)
-        return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, "unsatisfiable", False)
+        return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, DecodingStatus.UNSATISFIABLE,
+                            False)
     keep = sorted(s.arguments[0].number for s in symbols if s.name == "keep")
     kept = set(keep)
     values: dict[int, dict[str, str]] = {d: {} for d in keep}

@@ -7,9 +7,12 @@ traceback deep inside the first forward pass.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from clevr_poc.errors import ClevrPocError
+
+if TYPE_CHECKING:
+    import torch
 
 #: ``--device`` values the command lines document (any torch device string is accepted).
 DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda")
@@ -20,7 +23,7 @@ class DeviceError(ClevrPocError, ValueError):
     """An unknown device, or a CUDA device requested where torch sees none."""
 
 
-def resolve_device(device: Any = DEFAULT_DEVICE) -> Any:
+def resolve_device(device: str | torch.device = DEFAULT_DEVICE) -> torch.device:
     """The ``torch.device`` of a device spec: ``"auto"`` -> ``cuda`` when ``torch.cuda.is_available()``,
     else ``cpu``; ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ... or a ``torch.device`` as given.
 

@@ -44,7 +44,7 @@ from clevr_poc import domain
 from clevr_poc.dataset_reader import load_dataset
 from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.evaluation.metrics import jaccard_index
-from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, check_camera_source, scene_camera
+from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, CameraSource, check_camera_source, scene_camera
 from clevr_poc.perception.rendered_truth import image_truth
 from clevr_poc.scene import Scene
 
@@ -218,7 +218,7 @@ class _Breakdown:
 
 def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "test", limit: int | None = None,
              decode: bool = True, answers: bool = True, progress: bool = True,
-             camera_source: str = DEFAULT_CAMERA_SOURCE) -> dict[str, Any]:
+             camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE) -> dict[str, Any]:
     """Metrics (module doc) of ``perception`` on the rendered partial-scene images of ``split``.
 
     ``dataset``: a folder in our layout or the official release's (:func:`clevr_poc.dataset_reader.load_dataset`);
@@ -236,7 +236,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
 
     from clevr_poc.reasoning import Reasoner
 
-    check_camera_source(camera_source)
+    camera_source = check_camera_source(camera_source)
     data = load_dataset(dataset, split=split)
     examples = [e for e in data if e.image_path is not None]
     if limit is not None:
@@ -261,7 +261,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                             scene_path=example.scene_path)
         truth_boxes = [o.box for o in truth.objects]
         matching.add("iou" if truth.annotated else "position")
-        own = camera_source in ("auto", "from-scene") and scene_camera(example.partial_scene) is not None
+        own = camera_source in (CameraSource.AUTO, CameraSource.FROM_SCENE) and scene_camera(example.partial_scene) is not None
         cameras["scene" if own else "preset"] += 1
         camera = truth.camera
         start = time.perf_counter()
@@ -305,7 +305,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
             answer = reasoner.answer(example.environment, example.partial_scene, example.question.asp_query)
             gold.answered += 1
             gold.answer_right += answer.values == example.question.answer
-    report: dict[str, Any] = {"split": split, "images": len(examples), "camera_source": camera_source,
+    report: dict[str, Any] = {"split": split, "images": len(examples), "camera_source": camera_source.value,
                               "cameras": cameras, "matching": matching.pop() if len(matching) == 1 else "mixed"}
     for name, tally in tallies.items():
         report[name] = tally.report()

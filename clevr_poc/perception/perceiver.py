@@ -36,13 +36,13 @@ from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
 from clevr_poc.perception import box_geometry as geo
-from clevr_poc.perception.cameras import FALLBACK_PRESET, as_camera, resolve_camera
+from clevr_poc.perception.cameras import FALLBACK_PRESET, CameraSpec, as_camera, resolve_camera
 from clevr_poc.image_files import as_rgb_array
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
 from clevr_poc.perception.model_file import MODEL_FILE, read_model_file
-from clevr_poc.rendering.geometry import Camera, project
+from clevr_poc.camera import Camera, project
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 from clevr_poc.scene_metadata import ImageInfo, PerceptionInfo
 
@@ -92,7 +92,7 @@ class Perception:
     def __init__(self, detector: torch.nn.Module, attributes: AttributeNet, config: ModelConfig, *,
                  position_sigma: float = 0.3, score_threshold: float = DEFAULT_SCORE_THRESHOLD,
                  candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
-                 metadata: dict[str, Any] | None = None, device: Any = DEFAULT_DEVICE) -> None:
+                 metadata: dict[str, Any] | None = None, device: str | torch.device = DEFAULT_DEVICE) -> None:
         self.device = resolve_device(device)
         self.detector = detector.to(self.device).eval()
         self.attributes = attributes.to(self.device).eval()
@@ -183,7 +183,7 @@ class Perception:
             detections.append(Detection(tuple(box), candidate, offset))
         return detections
 
-    def decode(self, detections: Sequence[Detection], camera: Any, environment: Environment | None = None
+    def decode(self, detections: Sequence[Detection], camera: CameraSpec, environment: Environment | None = None
                ) -> Scene:
         """The scene of ``detections``: argmax decoding, or constraint-aware decoding in ``environment``.
 
@@ -201,7 +201,7 @@ class Perception:
 
     def __call__(self, image: Any, camera: Any = None, environment: Environment | None = None) -> Scene:
         """Perceive one image: ``image`` is a path, a PIL image or a uint8 (H, W, 3) array (float in [0, 1]
-        accepted) of any size; ``camera`` a :class:`~clevr_poc.rendering.geometry.Camera`, its JSON (the
+        accepted) of any size; ``camera`` a :class:`~clevr_poc.camera.Camera`, its JSON (the
         scene JSON's ``camera``), a preset name (``"official"``, ``"ours"``) or None (the official camera,
         that of the release's images), fitted to the image's size. With ``environment``,
         constraint-aware decoding (:mod:`.decoding`).

@@ -254,7 +254,7 @@ def _cpu(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu() for k, v in state.items()}
 
 
-def _optimizer_to(optimizer: torch.optim.Optimizer, device: Any) -> None:
+def _optimizer_to(optimizer: torch.optim.Optimizer, device: str | torch.device) -> None:
     """Move a (resumed) optimizer's state tensors to ``device``, beside its parameters."""
     for per_param in optimizer.state.values():
         for key, value in per_param.items():
@@ -283,7 +283,7 @@ class _TrainingLoop:
 
     @classmethod
     def begin(cls, module: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], *, total: int,
-              stop_after: int | None, desc: str, progress: bool, device: Any) -> "_TrainingLoop":
+              stop_after: int | None, desc: str, progress: bool, device: str | torch.device) -> "_TrainingLoop":
         """Put ``module`` and ``optimizer`` on ``device`` in training mode and start at ``state["step"]``
         (a state of :func:`_resume`); ``stop_after`` steps at most now, ``total`` in all."""
         from tqdm import tqdm
@@ -325,7 +325,7 @@ class _TrainingLoop:
 
 
 # ---------------------------------------------------------------------- detector
-def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Generator, device: Any = "cpu",
+def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Generator, device: str | torch.device = "cpu",
                     train: TrainConfig | None = None) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
     images, targets = [], []
     for i in indices:
@@ -344,7 +344,7 @@ def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Gen
 
 def train_detector(data: TrainingData, out: Path, train: TrainConfig, model_config: ModelConfig, *,
                    progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None,
-                   device: Any = "cpu") -> dict[str, Any]:
+                   device: str | torch.device = "cpu") -> dict[str, Any]:
     """Train (or resume training) the detector; returns the last state (also in ``out/detector.pt``).
 
     ``stop_after``: train at most this many steps now (a checkpoint is written; run again to go on).
@@ -399,7 +399,7 @@ def _object_index(data: TrainingData) -> _ObjectIndex:
 
 
 def attribute_batch(data: TrainingData, image_index: np.ndarray, boxes: np.ndarray, centres: np.ndarray | None,
-                    config: ModelConfig, device: Any = "cpu", photometric_draws: np.ndarray | None = None
+                    config: ModelConfig, device: str | torch.device = "cpu", photometric_draws: np.ndarray | None = None
                     ) -> dict[str, torch.Tensor]:
     """Network inputs (and the offset targets when ``centres`` is given) for boxes of training images,
     on ``device``; ``photometric_draws``: (exposure, gamma) per distinct image of ``image_index`` (sorted),
@@ -451,7 +451,7 @@ def attribute_loss(outputs: dict[str, torch.Tensor], labels: torch.Tensor, offse
 
 def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_config: ModelConfig, *,
                      progress: bool = True, log: Callable[[str], None] = print, stop_after: int | None = None,
-                     device: Any = "cpu") -> dict[str, Any]:
+                     device: str | torch.device = "cpu") -> dict[str, Any]:
     """Train (or resume training) the attribute network; returns the last state (``out/attributes.pt``).
 
     ``stop_after``: train at most this many steps now (a checkpoint is written; run again to go on).
@@ -495,7 +495,7 @@ def train_attributes(data: TrainingData, out: Path, train: TrainConfig, model_co
 
 @torch.no_grad()
 def _position_sigma(net: AttributeNet, data: TrainingData, index: _ObjectIndex, train: TrainConfig,
-                    config: ModelConfig, device: Any = "cpu") -> float:
+                    config: ModelConfig, device: str | torch.device = "cpu") -> float:
     net.eval()
     rng = np.random.default_rng([train.seed, 2**31])
     errors = []
@@ -534,7 +534,7 @@ def train(dataset: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], ou
           split: str | Sequence[str] = "train",
           train_config: TrainConfig = TrainConfig(), model_config: ModelConfig = ModelConfig(),
           parts: Sequence[str] = PARTS, progress: bool = True, limit: int | None = None,
-          stop_after: int | None = None, log: Callable[[str], None] = print, device: Any = "auto") -> Path | None:
+          stop_after: int | None = None, log: Callable[[str], None] = print, device: str | torch.device = "auto") -> Path | None:
     """Train the parts named in ``parts`` (resuming from ``out``), then export ``out/perception.pt`` when
     both parts are finished; returns its path, or None while a part is unfinished. ``dataset`` and
     ``split`` may name several folders / splits, pooled (:meth:`TrainingData.load`). With

@@ -24,8 +24,8 @@ from clevr_poc import domain
 from clevr_poc.dataset_reader import SPLIT_ALIASES
 from clevr_poc.errors import FormatError
 from clevr_poc.image_files import image_size
-from clevr_poc.perception.cameras import check_camera_source, resolve_camera, scene_camera
-from clevr_poc.rendering.geometry import Camera
+from clevr_poc.perception.cameras import CameraSource, check_camera_source, resolve_camera, scene_camera
+from clevr_poc.camera import Camera
 from clevr_poc.scene import Scene
 
 #: Scene kinds of a dataset folder: partial scenes (the questions' images) and complete scenes.
@@ -107,7 +107,7 @@ def _split_folder(root: Path, kind: str, split: str) -> Path | None:
 
 
 def image_truth(scene: Scene, image_path: str | os.PathLike[str], kind: str = "incomplete", *,
-                camera_source: str = "from-scene", scene_path: str | os.PathLike[str] | None = None
+                camera_source: CameraSource | str = CameraSource.FROM_SCENE, scene_path: str | os.PathLike[str] | None = None
                 ) -> RenderedImage:
     """The :class:`RenderedImage` of a scene and its image file.
 
@@ -125,7 +125,7 @@ def image_truth(scene: Scene, image_path: str | os.PathLike[str], kind: str = "i
     """
     source = scene_path if scene_path is not None else image_path
     width, height = image_size(image_path)
-    if camera_source == "from-scene" and scene_camera(scene, source=source) is None:
+    if camera_source == CameraSource.FROM_SCENE and scene_camera(scene, source=source) is None:
         raise FormatError("the scene has no camera: render it first (python -m clevr_poc render), or choose a "
                           "camera preset", source=source, field="camera")
     camera = resolve_camera(width, height, scene=scene, camera_source=camera_source, source=source)
@@ -152,7 +152,7 @@ def image_truth(scene: Scene, image_path: str | os.PathLike[str], kind: str = "i
 
 
 def rendered_image(scene_path: str | os.PathLike[str], image_path: str | os.PathLike[str], kind: str = "incomplete",
-                   *, camera_source: str = "from-scene") -> RenderedImage:
+                   *, camera_source: CameraSource | str = CameraSource.FROM_SCENE) -> RenderedImage:
     """One :class:`RenderedImage` from a scene JSON and its PNG (:func:`image_truth`).
 
     Raises:
@@ -165,7 +165,7 @@ def rendered_image(scene_path: str | os.PathLike[str], image_path: str | os.Path
 
 
 def load_rendered(dataset: str | os.PathLike[str], split: str, *, kinds: Sequence[str] = ("incomplete",),
-                  limit: int | None = None, camera_source: str = "from-scene") -> list[RenderedImage]:
+                  limit: int | None = None, camera_source: CameraSource | str = CameraSource.FROM_SCENE) -> list[RenderedImage]:
     """The rendered images of one split of a dataset folder, sorted by kind then file name.
 
     Scenes whose image is not rendered yet are skipped (rendering is resumable; training can start on
@@ -183,7 +183,7 @@ def load_rendered(dataset: str | os.PathLike[str], split: str, *, kinds: Sequenc
         FormatError: not a dataset folder, no such split, an unknown kind or camera source, or a malformed
             scene.
     """
-    check_camera_source(camera_source)
+    camera_source = check_camera_source(camera_source)
     root = Path(dataset)
     if not root.is_dir():
         raise FormatError("dataset folder not found", source=root)
@@ -202,7 +202,7 @@ def load_rendered(dataset: str | os.PathLike[str], split: str, *, kinds: Sequenc
             if limit is not None and count >= limit:
                 break
             scene = Scene.from_file(scene_path)
-            if not scene.image_filename or (camera_source == "from-scene" and scene.camera is None):
+            if not scene.image_filename or (camera_source == CameraSource.FROM_SCENE and scene.camera is None):
                 continue
             image_path = images / Path(scene.image_filename).name
             if not image_path.is_file():

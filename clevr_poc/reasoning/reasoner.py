@@ -22,6 +22,7 @@ import threading
 from collections import OrderedDict
 from functools import lru_cache
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Iterable
 
 from clevr_poc.answer import Answer
@@ -45,6 +46,13 @@ MIN_SLOTS = 2
 #: Query texts whose checked value (and compiled form) a Reasoner keeps (LRU): a dataset's questions are
 #: answered again and again (evaluation runs, benchmarks) and the same text always gives the same value.
 QUERY_CACHE_SIZE = 4096
+
+
+class ReasonerMode(StrEnum):
+    """How the Reasoner solves (module doc); the values are those of ``answer --mode``."""
+
+    COMPILED = "compiled"
+    DIRECT = "direct"
 
 
 @dataclass(frozen=True)
@@ -75,15 +83,17 @@ class Reasoner:
     (files are checked when read).
     """
 
-    MODES = ("compiled", "direct")
+    MODES: tuple[str, ...] = tuple(mode.value for mode in ReasonerMode)
 
-    def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True, mode: str = "compiled",
+    def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True,
+                 mode: ReasonerMode | str = ReasonerMode.COMPILED,
                  cache_size: int = 64, isolate: bool = True,
                  max_object_variables: int = MAX_QUERY_OBJECT_VARIABLES) -> None:
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
         if mode not in self.MODES:
             raise ValueError(f"mode must be one of {self.MODES}, got {mode!r}")
+        mode = ReasonerMode(mode)
         self.time_limit = float(time_limit)
         self.rename_head = rename_head
         self.mode = mode
@@ -140,7 +150,7 @@ class Reasoner:
         checked = self.sanitize(query)
         facts = self.scene_facts(environment, scene)
         result = None
-        if self.mode == "compiled":
+        if self.mode is ReasonerMode.COMPILED:
             result = self._solve_compiled(environment, scene, checked)
         if result is None:
             self.counts["direct"] += 1

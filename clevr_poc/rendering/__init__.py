@@ -8,13 +8,13 @@
     result.scene.to_file("scene_with_ground_truth.json")                    # masks, boxes, camera, ...
     report = check_visibility(scene, seed=7)                                # no Blender needed
 
-Modules: :mod:`.geometry` (camera, ``project``, ``image_to_ground``), :mod:`.shapes` (procedural
+Modules: :mod:`.geometry` (re-exports :mod:`clevr_poc.camera`: camera, ``project``, ``image_to_ground``), :mod:`.shapes` (procedural
 meshes), :mod:`.masks` (instance masks by ray casting, COCO RLE), :mod:`.render` (``render_scene``),
 :mod:`.blender` (the ``bpy`` scene). Only :mod:`.blender` touches ``bpy``, inside its functions, so
 everything here imports without Blender.
 """
 
-from clevr_poc.rendering.geometry import (
+from clevr_poc.camera import (
     CAMERA_PRESETS,
     Camera,
     camera_preset,
@@ -25,6 +25,7 @@ from clevr_poc.rendering.geometry import (
     project,
     project_points,
 )
+from clevr_poc.render_settings import RenderSettings
 from clevr_poc.rendering.masks import decode_rle, encode_rle, instance_index_map, mask_bbox
 from clevr_poc.rendering.render import (
     DEFAULT_ENGINE,
@@ -41,7 +42,7 @@ from clevr_poc.rendering.render import (
 )
 
 __all__ = [
-    "CAMERA_PRESETS", "Camera", "camera_preset", "official_camera", "DEFAULT_ENGINE", "DEFAULT_SAMPLES", "OffendingObject", "RenderError", "RenderResult", "RenderStats",
+    "CAMERA_PRESETS", "Camera", "camera_preset", "official_camera", "DEFAULT_ENGINE", "DEFAULT_SAMPLES", "OffendingObject", "RenderError", "RenderResult", "RenderSettings", "RenderStats",
     "VisibilityReport", "check_visibility", "decode_rle", "default_camera", "default_min_pixels", "encode_rle",
     "image_to_ground", "instance_index_map", "look_at", "mask_bbox", "project", "project_points", "render_scene",
     "scene_camera",

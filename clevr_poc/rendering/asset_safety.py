@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from clevr_poc.rendering.blender import on_devnull
-from clevr_poc.rendering.render import RenderError
+from clevr_poc.errors import RenderError
 
 #: Most objects in one asset file (the official base scene has 7, a shape file 3).
 MAX_OBJECTS = 64

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from clevr_poc.camera import Camera
 from clevr_poc.rendering import asset_safety as _safety
 from clevr_poc.rendering.asset_safety import AssetsError
-from clevr_poc.rendering.geometry import Camera
 from clevr_poc.rendering.shapes import Mesh
 from clevr_poc.rendering.styles import Light
 
@@ -265,8 +265,7 @@ def build_scene(official: OfficialFiles, scene: Any, lights: dict, camera: Camer
 
     from clevr_poc.rendering import blender as _blender
     from clevr_poc.rendering import shaders as _shaders
-    from clevr_poc.rendering.render import object_rotation
-    from clevr_poc.rendering.shapes import object_scale
+    from clevr_poc.rendering.shapes import object_rotation, object_scale
 
     view = bpy.context.scene
     for obj in view.objects:

@@ -38,14 +38,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from clevr_poc.errors import FormatError
-from clevr_poc.rendering.render import (
-    DEFAULT_ENGINE,
-    DEFAULT_SAMPLES,
-    RenderError,
-    bpy_available,
-    render_scene,
-)
-from clevr_poc.rendering.styles import DEFAULT_STYLE
+from clevr_poc.render_settings import RenderSettings
+from clevr_poc.rendering.render import RenderError, bpy_available, render_scene
 from clevr_poc.scene import Scene
 
 #: Scene kinds (sub-folders of a dataset folder).
@@ -59,7 +53,7 @@ class RenderTask:
     scene_path: str
     image_path: str
     seed: int
-    settings: tuple[tuple[str, Any], ...]
+    settings: RenderSettings
 
 
 @dataclass(frozen=True)
@@ -188,7 +182,7 @@ def remove_stale_temp_files(dataset: str | os.PathLike[str], *, kinds: Sequence[
 
 def plan_tasks(dataset: str | os.PathLike[str], *, splits: Sequence[str] | None = None, complete: bool = False,
                seed: int | None = None, overwrite: bool = False, limit: int | None = None,
-               settings: dict[str, Any] | None = None) -> tuple[list[RenderTask], int]:
+               settings: RenderSettings | None = None) -> tuple[list[RenderTask], int]:
     """The images still to render (in split, file name order) and the number already done.
 
     ``seed`` (None: :func:`dataset_seed`) gives each image's seed by :func:`image_seed`.
@@ -202,7 +196,7 @@ def plan_tasks(dataset: str | os.PathLike[str], *, splits: Sequence[str] | None 
         seed = dataset_seed(dataset)
     tasks: list[RenderTask] = []
     done = 0
-    frozen = tuple(sorted((settings or {}).items()))
+    settings = settings or RenderSettings()
     for kind in KINDS if complete else KINDS[:1]:
         for split in _splits(dataset, kind, splits):
             for scene_path in sorted((dataset / kind / "scenes" / split).glob("*.json")):
@@ -216,14 +210,14 @@ def plan_tasks(dataset: str | os.PathLike[str], *, splits: Sequence[str] | None 
                     continue
                 if limit is not None and len(tasks) >= limit:
                     continue
-                tasks.append(RenderTask(str(scene_path), str(image_path), image_seed(seed, split, name), frozen))
+                tasks.append(RenderTask(str(scene_path), str(image_path), image_seed(seed, split, name), settings))
     return tasks, done
 
 
 def render_task(task: RenderTask) -> RenderTaskResult:
     """Render one image and rewrite its scene file with the ground truth (module-level: picklable)."""
     scene = Scene.from_file(task.scene_path)
-    result = render_scene(scene, task.image_path, seed=task.seed, **dict(task.settings))
+    result = render_scene(scene, task.image_path, task.settings, seed=task.seed)
     result.scene.to_file(task.scene_path)
     offending = tuple((o.index, o.pixels, o.reason) for o in result.visibility.offending)
     return RenderTaskResult(task.scene_path, task.image_path, result.stats.seconds, result.stats.render_seconds,
@@ -235,35 +229,23 @@ def render_dataset(
     *,
     splits: Sequence[str] | None = None,
     complete: bool = False,
-    samples: int = DEFAULT_SAMPLES,
-    width: int | None = None,
-    height: int | None = None,
-    engine: str = DEFAULT_ENGINE,
-    style: str = DEFAULT_STYLE,
-    colour_space: str | None = None,
-    camera_jitter: float | None = None,
-    light_jitter: float | None = None,
-    cone_lift: float | None = None,
-    assets: str | os.PathLike[str] | None = None,
-    denoise: bool = True,
-    adaptive: bool = True,
+    settings: RenderSettings | None = None,
     seed: int | None = None,
-    min_pixels: int | None = None,
     workers: int = 1,
     executor: str = "local",
     ray_address: str | None = None,
     overwrite: bool = False,
     limit: int | None = None,
     progress: bool = True,
+    **overrides: object,
 ) -> RenderSummary:
     """Render every scene of a dataset folder that has no image yet (module doc), after removing the
     temp files a killed earlier run left (:func:`remove_stale_temp_files`).
 
     Each worker renders with ``os.cpu_count() // workers`` Blender threads (local executor). ``seed``
     None (default) is the dataset's seed (:func:`dataset_seed`), the one ``generate`` checked visibility with.
-    ``style``, ``width``/``height`` (None: the style's size), ``colour_space``, ``camera_jitter``,
-    ``light_jitter`` (None: the style's), ``cone_lift``, ``assets``, ``denoise`` and ``adaptive`` are those of
-    :func:`render_scene`.
+    ``settings`` (:class:`~clevr_poc.render_settings.RenderSettings`; default: the defaults) with
+    ``overrides`` (its fields: ``samples=``, ``style=``, ``width=``, ...) are those of :func:`render_scene`.
 
     Raises:
         FormatError: see :func:`plan_tasks`.
@@ -274,14 +256,11 @@ def render_dataset(
 
     threads = max(1, default_workers() // workers) if executor == "local" else 0
     stale = remove_stale_temp_files(dataset, kinds=KINDS if complete else KINDS[:1])
-    settings = {"samples": samples, "width": width, "height": height, "engine": engine, "min_pixels": min_pixels,
-                "threads": threads, "style": style, "colour_space": colour_space, "camera_jitter": camera_jitter,
-                "light_jitter": light_jitter, "cone_lift": cone_lift, "denoise": denoise, "adaptive": adaptive,
-                "assets": None if assets is None else str(assets)}
-    if assets is not None:
+    settings = (settings or RenderSettings()).with_overrides(**overrides, threads=threads)
+    if settings.assets is not None:
         from clevr_poc.rendering.assets import find_assets
 
-        find_assets(assets)  # the typed error naming the missing file, before any worker starts
+        find_assets(settings.assets)  # the typed error naming the missing file, before any worker starts
     tasks, done = plan_tasks(dataset, splits=splits, complete=complete, seed=seed, overwrite=overwrite, limit=limit,
                              settings=settings)
     # fail before starting workers; not by importing bpy here: spawned workers would inherit the

@@ -32,7 +32,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from clevr_poc import domain
-from clevr_poc.rendering.geometry import SENSOR_MM, Camera
+from clevr_poc.camera import SENSOR_MM, Camera
 from clevr_poc.rendering.shapes import Mesh
 from clevr_poc.rendering.styles import OURS, Backdrop, Light, Sun
 

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from clevr_poc.errors import FormatError
-from clevr_poc.rendering.geometry import Camera, pixel_rays, project_points
+from clevr_poc.camera import Camera, pixel_rays, project_points
 from clevr_poc.rendering.shapes import Mesh
 
 #: Background value of an index map.

@@ -40,7 +40,6 @@ meshes at pixel centres; the same for every engine).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
 import os
 import sys
@@ -52,33 +51,22 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from clevr_poc._io import commit_temp, new_temp_path
-from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.camera import SENSOR_MM, Camera, camera_preset, default_camera, look_at, project
+from clevr_poc.errors import ClevrPocError, FormatError, RenderError
+from clevr_poc.render_settings import (  # noqa: F401  (public names of this module)
+    DEFAULT_ENGINE, DEFAULT_MAX_RELAYOUTS, DEFAULT_SAMPLES, ENGINE_NAMES, RenderSettings,
+)
 from clevr_poc.rendering import masks as _masks
-from clevr_poc.rendering.geometry import SENSOR_MM, Camera, camera_preset, default_camera, look_at, project
-from clevr_poc.rendering.shapes import Mesh, object_mesh, object_scale
+from clevr_poc.rendering.shapes import Mesh, object_mesh, object_rotation, object_scale
 from clevr_poc.rendering.styles import DEFAULT_STYLE, OFFICIAL_CONE_LIFT, STYLE_NAMES, RenderStyle, get_style  # noqa: F401
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.scene_metadata import ImageInfo, RenderInfo
 
 #: Default image size: the official 320 x 320 (the ``official`` style's; ``ours``: 320 x 240).
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 320, 320
-#: Default path-tracing samples per pixel (Cycles; with OpenImageDenoise). See docs/rendering.md
-#: (``benchmarks/render.py --quality``): in the official style at 320 x 320, 8 samples + OIDN reach 47.8 dB
-#: PSNR and SSIM 0.997 against the official 512 samples on 6 scenes for 1.8-2.1 CPU seconds per image
-#: (47x less; about 1 s wall on 2 idle cores); 16 samples: 49.6 dB for 3.4 CPU s.
-DEFAULT_SAMPLES = 8
-#: Default engine (see docs/rendering.md for the measurements behind the choice).
-DEFAULT_ENGINE = "cycles"
-ENGINE_NAMES: tuple[str, ...] = ("cycles", "eevee")
 #: Minimum visible pixels of an object at 320 x 240, scaled with the image area for other sizes. An
 #: unoccluded small cone at the far corner of region 0 covers about 80 pixels at 320 x 240.
 MIN_PIXELS_AT_320x240 = 40
-#: Bound on ``relayout`` calls of :func:`render_scene` (CLEVR's layout: 100 tries).
-DEFAULT_MAX_RELAYOUTS = 10
-
-
-class RenderError(ClevrPocError):
-    """Rendering is impossible (Blender's ``bpy`` missing, bad settings) or Blender failed."""
 
 
 # ---------------------------------------------------------------------- results
@@ -192,23 +180,6 @@ def scene_camera(seed: int = 0, *, width: int | None = None, height: int | None 
     position = camera.position + _rng(seed, 1).uniform(-jitter, jitter, size=3)
     focal_mm = camera.K[0, 0] / max(width, height) * SENSOR_MM
     return look_at(position, (0.0, 0.0, 0.0), width=width, height=height, focal_mm=focal_mm)
-
-
-def object_rotation(obj: SceneObject) -> float:
-    """Rotation about z in degrees: ``obj.rotation`` when set, else a value in [0, 360) hashed from the
-    object's attributes and position (the same in the complete and the partial scene).
-
-    Raises:
-        FormatError: ``rotation`` is not a finite number.
-    """
-    value = obj.rotation
-    if value is not None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise FormatError("rotation must be a number of degrees", field="objects[].rotation", value=value)
-        return float(value)
-    key = repr((obj.color, obj.shape, obj.size, obj.material, obj.region,
-                tuple(round(float(c), 6) for c in (obj.coords_3d or ())[:2]))).encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2 ** 64 * 360.0
 
 
 def _object_xy(obj: SceneObject, index: int) -> tuple[float, float]:
@@ -367,61 +338,28 @@ def _deferred_interrupt() -> Iterator[list[int]]:
 def render_scene(
     scene: Scene,
     out_png: str | os.PathLike[str],
+    settings: RenderSettings | None = None,
     *,
-    style: str | RenderStyle = DEFAULT_STYLE,
-    width: int | None = None,
-    height: int | None = None,
-    samples: int = DEFAULT_SAMPLES,
-    engine: str = DEFAULT_ENGINE,
     seed: int = 0,
-    denoise: bool = True,
-    adaptive: bool = True,
-    camera_jitter: float | None = None,
-    light_jitter: float | None = None,
-    colour_space: str | None = None,
-    cone_lift: float | None = None,
-    assets: str | os.PathLike[str] | None = None,
-    min_pixels: int | None = None,
     relayout: Callable[[Scene, VisibilityReport, int], Scene] | None = None,
-    max_relayouts: int = DEFAULT_MAX_RELAYOUTS,
     skip_invisible: bool = False,
     index_pass: bool = False,
-    threads: int = 0,
-    quiet: bool = True,
+    **overrides: object,
 ) -> RenderResult:
     """Render ``scene`` to ``out_png`` (atomically: temp file + rename) and return it with ground truth.
 
     Args:
         scene: objects with ``3d_coords`` (x, y used; z is recomputed so that objects rest on the ground).
         out_png: output path; parent folders are created.
-        style: ``"official"`` (default) or ``"ours"`` (:mod:`clevr_poc.rendering.styles`), or a
-            :class:`RenderStyle`; the defaults of the arguments below marked *(style)* come from it.
-        width, height: image size in pixels (*style*: official 320 x 320, ours 320 x 240).
-        samples: samples per pixel (Cycles path tracing / EEVEE anti-aliasing), >= 1.
-        engine: ``"cycles"`` (CPU path tracing) or ``"eevee"`` (rasteriser; needs OpenGL, very slow on a
-            software OpenGL, see docs/rendering.md).
+        settings: the :class:`~clevr_poc.render_settings.RenderSettings` (style, size, samples, engine,
+            jitters, ``assets``, ``min_pixels``, ``max_relayouts``, threads, ...; default: the defaults).
         seed: draws the camera jitter, the light jitter and Cycles' sampling pattern.
-        denoise: OpenImageDenoise on the Cycles image.
-        adaptive: Cycles adaptive sampling (noise threshold 0.02; ``samples`` is then a maximum). The
-            official renders (Blender 2.78) had none: pass False (and ``denoise=False``, 512 samples) to
-            reproduce their settings.
-        camera_jitter, light_jitter: uniform jitter per coordinate, world units, >= 0 (*style*: official
-            0 and 0, ours 0.5 and 1.0).
-        colour_space: ``"linear"`` (``c / 255`` as linear values, official) or ``"srgb"`` (``c / 255``
-            converted from sRGB, ours) (*style*).
-        cone_lift: cones float this high above the floor (world units, >= 0; module doc) (*style*:
-            official :data:`OFFICIAL_CONE_LIFT`, ours 0).
-        assets: an official CLEVR(-POC) ``data/`` folder (``base_scene.blend``, ``shapes/``,
-            ``materials/``): render with those files (:mod:`clevr_poc.rendering.assets`); their camera,
-            lights and meshes then replace the style's (masks follow the files' meshes).
-        min_pixels: visibility threshold (default :func:`default_min_pixels`).
         relayout: called as ``relayout(scene, report, attempt)`` when an object is under ``min_pixels``;
             returns a re-placed scene, checked again; at most ``max_relayouts`` calls (counted in
             ``stats.relayouts``). Without it the image is rendered anyway and the report lists the objects.
         skip_invisible: do not render when the (final) check fails (``image_path`` is None).
         index_pass: also return Blender's object-index pass (Cycles only; for checks).
-        threads: CPU threads for Blender (0: all).
-        quiet: silence Blender's console output.
+        overrides: fields of ``settings`` to replace (``render_scene(scene, out, samples=4, style="ours")``).
 
     Ctrl-C (SIGINT) during Blender's part lets the render finish, then raises KeyboardInterrupt without
     writing the image (Blender itself would swallow the interrupt; see :func:`_deferred_interrupt`).
@@ -435,6 +373,13 @@ def render_scene(
     from clevr_poc.rendering import blender as _blender
 
     start = time.perf_counter()
+    settings = (settings or RenderSettings()).with_overrides(**overrides)
+    style, width, height, samples, engine = (settings.style, settings.width, settings.height, settings.samples,
+                                             settings.engine)
+    denoise, adaptive, colour_space, assets = settings.denoise, settings.adaptive, settings.colour_space, settings.assets
+    camera_jitter, light_jitter, cone_lift = settings.camera_jitter, settings.light_jitter, settings.cone_lift
+    min_pixels, max_relayouts, threads, quiet = (settings.min_pixels, settings.max_relayouts, settings.threads,
+                                                 settings.quiet)
     st = get_style(style, colour_space=colour_space)
     width = st.width if width is None else width
     height = st.height if height is None else height
@@ -488,13 +433,12 @@ def render_scene(
     mask_seconds = time.perf_counter() - mask_start
 
     lights = _blender.light_positions(_rng(seed, 2), light_jitter, lights_spec)
-    info = RenderInfo(engine=engine, samples=samples, denoise=bool(denoise and engine == "cycles"),
-                      adaptive=bool(adaptive and engine == "cycles"), seed=seed, width=width, height=height,
-                      lights={k: [round(c, 6) for c in v] for k, v in lights.items()})
-    if st.name != "ours" or official_files is not None:  # 'ours' scene files stay as they were
-        info = replace(info, style=st.name, colour_space=st.colour_space, camera_jitter=camera_jitter,
-                       light_jitter=light_jitter, cone_lift=cone_lift,
-                       assets=None if official_files is None else str(official_files.files.root))
+    used = replace(settings, style=st.name, width=width, height=height, denoise=bool(denoise and engine == "cycles"),
+                   adaptive=bool(adaptive and engine == "cycles"), colour_space=st.colour_space,
+                   camera_jitter=camera_jitter, light_jitter=light_jitter, cone_lift=cone_lift,
+                   assets=None if official_files is None else str(official_files.files.root))
+    # 'ours' scene files stay as they were: no style recorded
+    info = RenderInfo.of(used, seed, lights, with_style=st.name != "ours" or official_files is not None)
     annotated = annotate(scene, camera, index_map, info, st, cone_lift)
     stats_kw = dict(engine=engine, samples=samples, width=width, height=height,
                     denoise=info.denoise, relayouts=relayouts)

@@ -33,6 +33,7 @@ the cone's base edge and apex stay sharp); ``Mesh.smooth`` False asks for flat s
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,6 +41,8 @@ from functools import lru_cache
 import numpy as np
 
 from clevr_poc import domain
+from clevr_poc.errors import FormatError
+from clevr_poc.scene import SceneObject
 
 #: Edge/corner radius of the cube, in units of its half-extent.
 CUBE_BEVEL = 0.1
@@ -220,6 +223,23 @@ def unit_mesh(shape: str, mesh_set: str = "official") -> Mesh:
     for arr in (mesh.vertices, mesh.normals, mesh.triangles):
         arr.setflags(write=False)
     return mesh
+
+
+def object_rotation(obj: SceneObject) -> float:
+    """Rotation about z in degrees: ``obj.rotation`` when set, else a value in [0, 360) hashed from the
+    object's attributes and position (the same in the complete and the partial scene).
+
+    Raises:
+        FormatError: ``rotation`` is not a finite number.
+    """
+    value = obj.rotation
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise FormatError("rotation must be a number of degrees", field="objects[].rotation", value=value)
+        return float(value)
+    key = repr((obj.color, obj.shape, obj.size, obj.material, obj.region,
+                tuple(round(float(c), 6) for c in (obj.coords_3d or ())[:2]))).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2 ** 64 * 360.0
 
 
 def object_scale(shape: str, size: str, *, shrink_cube: bool = False) -> float:

@@ -8,7 +8,7 @@ Two styles (:data:`STYLES`):
 ``official`` (the default)
     The released CLEVR-POC images (the official image generator and its ``base_scene.blend``, read in
     Blender 5.0.1; numbers in ``docs/rendering.md``): 320 x 320, the fixed official camera
-    (:func:`clevr_poc.rendering.geometry.official_camera`; no jitter), three area lights with the
+    (:func:`clevr_poc.camera.official_camera`; no jitter), three area lights with the
     official positions, Blender 5 energies, sizes and colours (no jitter), a world of colour 0.0509 at
     strength 0 (no ambient light), a ground plane without material (Blender's default grey diffuse),
     bevelled cube and cylinder, UV sphere, flat-shaded 32-sided cone, cubes *not* shrunk (the official
@@ -19,7 +19,7 @@ Two styles (:data:`STYLES`):
 ``ours``
     The look this project rendered before the official look became the default (kept unchanged, so the
     images of old datasets can be reproduced): 320 x 240, our wider framing
-    (:func:`clevr_poc.rendering.geometry.default_camera`) with camera jitter 0.5 and light jitter 1.0,
+    (:func:`clevr_poc.camera.default_camera`) with camera jitter 0.5 and light jitter 1.0,
     brighter white lights, a dim grey world, a grey Principled ground, cubes shrunk by sqrt(2), colours
     converted from sRGB to linear, Principled BSDF rubber and metal.
 """
@@ -111,7 +111,7 @@ class RenderStyle:
 
     Attributes:
         name: the style's name (a key of :data:`STYLES`).
-        camera: camera preset (:data:`clevr_poc.rendering.geometry.CAMERA_PRESETS`).
+        camera: camera preset (:data:`clevr_poc.camera.CAMERA_PRESETS`).
         width, height: default image size, pixels.
         camera_jitter, light_jitter: default uniform jitter per coordinate, world units (0: fixed).
         lights: the area lights.

@@ -75,10 +75,11 @@ def draw() -> plt.Figure:
     box(ax, 0.2, 1.95, 2.3, 5.7, "generate", ("generation/", "environments/", "", "generate_dataset",
                                                "SceneSampler", "QuestionGenerator"))
     box(ax, 3.3, 4.45, 5.0, 5.55, "render", ("rendering/", "render_scene"))
-    box(ax, 6.6, 4.45, 8.4, 5.55, "perceive", ("perception/", "Perception"))
-    box(ax, 6.6, 2.05, 8.4, 3.15, "parse", ("parsing/", "BiLSTMParser", "LLMParser"), title_at=2.95)
+    box(ax, 6.6, 4.45, 8.4, 5.55, "perceive", ("perception/", "SceneSource"))
+    box(ax, 6.6, 2.05, 8.4, 3.15, "parse", ("parsing/", "QueryParser:", "BiLSTM | LLM"), title_at=2.95)
     box(ax, 9.7, 1.95, 11.45, 5.7, "reason", ("reasoning/", "Reasoner", "", "brave", "consequences"))
-    box(ax, 12.5, 1.95, 14.3, 4.35, "evaluate", ("evaluation/", "evaluate", "", "exact acc.", "Jaccard"))
+    box(ax, 12.5, 1.95, 14.3, 4.35, "evaluate", ("evaluation/", "evaluate(Model)", "experiment.py", "exact acc.",
+                                                 "Jaccard"))
     box(ax, 12.5, 5.0, 14.3, 6.45, "other models", ("baselines/", "CLIP, LLM, VLM"), title_size=11.5)
 
     # image lane: scene -> image -> perceived scene
@@ -96,7 +97,7 @@ def draw() -> plt.Figure:
 
     # question lane
     arrow(ax, [(2.3, 2.6), (6.6, 2.6)], "Question.text", at=(4.3, 2.6))
-    arrow(ax, [(8.4, 2.6), (9.7, 2.6)], "Sanitized-\nQuery", at=(9.05, 2.95))
+    arrow(ax, [(8.4, 2.6), (9.7, 2.6)], "ParseResult\n.asp_query", at=(9.05, 2.95))
     ax.text(9.05, 2.3, "Question.query", ha="center", va="center", fontsize=7.5, color=VALUE)
 
     # answers and gold labels into evaluation
@@ -109,13 +110,15 @@ def draw() -> plt.Figure:
 
     # the layers under the stages
     box(ax, 0.2, 0.55, 14.3, 0.98, "clevr_poc/solver/  make_control · Program (#program objects(n), slots(s), "
-        "hidden(h)) · rules (clingo.ast) · watchdog     queries/  sanitizer · official form     asp/*.lp", color=LAYER,
+        "hidden(h)) · rules (clingo.ast) · watchdog   queries/  sanitizer · official form   camera.py   asp/*.lp",
+        color=LAYER,
         style="round,pad=0.02,rounding_size=0.08", title_size=10)
     for x, top in ((1.75, 1.95), (7.5, 2.05), (10.575, 1.95)):
         arrow(ax, [(x, 0.98), (x, top)], dotted=True)
     ax.text(1.85, 1.2, "clingo", ha="left", va="center", fontsize=8, color=EDGE)
-    box(ax, 0.2, 0.0, 14.3, 0.4, "typed values:  Environment · Scene (ImageInfo, RenderInfo, PerceptionInfo, "
-        "GenerationCounts) · Camera · Question (query: SanitizedQuery) · Answer · Prediction", color="#ffffff",
+    box(ax, 0.2, 0.0, 14.3, 0.4, "typed values:  Environment · Scene (ImageInfo, RenderInfo, PerceptionInfo) · "
+        "Camera · Question (query: SanitizedQuery) · ParseResult · Answer · Prediction · ExperimentResult",
+        color="#ffffff",
         style="round,pad=0.02,rounding_size=0.08", title_size=10)
     return fig
 

@@ -25,7 +25,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -42,6 +42,9 @@ from clevr_poc.baselines.clip.model import (
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.metrics import exact_match, jaccard_index
 from clevr_poc.evaluation.report import Prediction
+
+if TYPE_CHECKING:
+    from clevr_poc.dataset_reader import Example
 
 CHECKPOINT_KIND = "clevr_poc.clip_baseline"
 CHECKPOINT_VERSION = 1
@@ -102,7 +105,7 @@ class TrainConfig:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "TrainConfig":
+    def from_json(cls, data: object, *, source: object = None) -> "TrainConfig":
         if not isinstance(data, dict):
             raise FormatError("must be a JSON object", source=source, field="train")
         known = {f for f in cls.__dataclass_fields__}
@@ -426,7 +429,7 @@ class CLIPBaseline:
                               field="features")
         return _probabilities(self.head, inputs, self.device), features
 
-    def predict_batch(self, examples: Sequence[Any]) -> list[Prediction]:
+    def predict_batch(self, examples: Sequence["Example"]) -> list[Prediction]:
         """One :class:`Prediction` per example (see the class docstring)."""
         examples = list(examples)
         if not examples:
@@ -436,10 +439,10 @@ class CLIPBaseline:
         return [Prediction(answer, None, json.dumps({label: round(float(p), 4) for label, p in zip(domain.LABELS, row)}))
                 for answer, row in zip(answers, probs)]
 
-    def predict_detailed(self, example: Any) -> Prediction:
+    def predict_detailed(self, example: "Example") -> Prediction:
         return self.predict_batch([example])[0]
 
-    def predict(self, example: Any) -> frozenset[str]:
+    def predict(self, example: "Example") -> frozenset[str]:
         """The predicted answer set (a frozenset of labels; may be empty)."""
         values = self.predict_detailed(example).values
         assert values is not None

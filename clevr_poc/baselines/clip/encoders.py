@@ -103,7 +103,7 @@ class EncoderSpec:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any, *, source: object = None) -> "EncoderSpec":
+    def from_json(cls, data: object, *, source: object = None) -> "EncoderSpec":
         if not isinstance(data, dict):
             raise FormatError("encoder spec must be a JSON object", source=source, field="encoders", value=data)
         try:

@@ -34,7 +34,7 @@ import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -45,6 +45,12 @@ from clevr_poc.image_files import open_image, read_image_bytes, rgb_pixels
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.metrics import to_multi_hot
 from clevr_poc.progress import progress_bar
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+    from clevr_poc.dataset_reader import Example
+    from clevr_poc.environments import Environment
 
 #: The three ways of giving the constraints (paper Table 2: CLIP-NL, CLIP-ASP, CLIP (no knowledge)).
 VARIANTS: tuple[str, ...] = ("nl", "asp", "none")
@@ -63,7 +69,7 @@ def check_variant(variant: str) -> str:
     return variant
 
 
-def constraint_sentences(environment: Any, variant: str) -> list[str]:
+def constraint_sentences(environment: "Environment", variant: str) -> list[str]:
     """The constraint sentences given to GPT-2 (see the module docstring); ``[]`` for ``none``."""
     check_variant(variant)
     if variant == "none":
@@ -215,7 +221,7 @@ class FeatureExtractor:
         weakref.finalize(self, _flush_stores, [self._images, self._questions, self._constraints])
 
     # ------------------------------------------------------------------ inputs
-    def image_key_and_loader(self, example: Any) -> tuple[str, Any]:
+    def image_key_and_loader(self, example: "Example") -> tuple[str, Callable[[], "PILImage"]]:
         """``(cache key, load() -> PIL image)`` of an example's image.
 
         Raises:
@@ -237,16 +243,16 @@ class FeatureExtractor:
         data = read_image_bytes(path)
         return f"sha1:{_sha1(data)}", lambda: _open_image(path, data)
 
-    def question_key(self, example: Any) -> tuple[str, str]:
+    def question_key(self, example: "Example") -> tuple[str, str]:
         text = example.question.text
         return f"sha1:{_sha1(text.encode('utf-8'))}", text
 
-    def constraint_key(self, example: Any) -> tuple[str, list[str]]:
+    def constraint_key(self, example: "Example") -> tuple[str, list[str]]:
         sentences = constraint_sentences(example.environment, self.variant)
         return f"{self.variant}:sha1:{_sha1(chr(10).join(sentences).encode('utf-8'))}", sentences
 
     # ------------------------------------------------------------------ features
-    def features(self, examples: Sequence[Any], *, progress: bool = False) -> FeatureArrays:
+    def features(self, examples: Sequence["Example"], *, progress: bool = False) -> FeatureArrays:
         """Embeddings of ``examples`` (computing and caching the missing ones).
 
         Raises:
