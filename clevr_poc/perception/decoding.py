@@ -212,6 +212,12 @@ def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Enviro
     else:
         fallback = argmax_decode(candidates, fallback_threshold)
         return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, "unsatisfiable", False)
+    return decoded_scene(symbols, cost, status, relations)
+
+
+def decoded_scene(symbols: Sequence[clingo.Symbol], cost: int | None, status: str, relations: bool) -> DecodedScene:
+    """The :class:`DecodedScene` of an answer set of ``asp/perception_decoding.lp`` (its shown
+    ``keep/1``, ``hasProperty/3`` and ``at/2`` symbols; the unseen objects' are left out)."""
     keep = sorted(s.arguments[0].number for s in symbols if s.name == "keep")
     kept = set(keep)
     values: dict[int, dict[str, str]] = {d: {} for d in keep}
