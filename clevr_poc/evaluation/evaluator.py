@@ -70,7 +70,7 @@ def score_example(example: Any, prediction: Prediction, position: int = 0) -> Ex
         key=key, gold=frozenset(gold), predicted=prediction.values,
         exact=exact_match(gold, prediction.values), jaccard=jaccard_index(gold, prediction.values),
         **example_groups(example), error=prediction.error if prediction.values is None else None,
-        raw=prediction.raw,
+        raw=prediction.raw, confidence=prediction.confidence, marginals=prediction.marginals,
     )
 
 

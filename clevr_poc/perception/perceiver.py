@@ -257,7 +257,15 @@ class Perception:
             ValueError: bad ``k``, ``min_ratio`` or ``max_models`` (see ``ranked_decode``).
         """
         array, cam = self.camera_for(image, camera)
-        detections = self._detect(array, cam)
+        return self.decode_distribution(self._detect(array, cam), cam, environment, k=k, min_ratio=min_ratio,
+                                        max_models=max_models)
+
+    def decode_distribution(self, detections: Sequence[Detection], camera: Any, environment: Environment | None = None,
+                            *, k: int = DEFAULT_K, min_ratio: float = DEFAULT_MIN_RATIO,
+                            max_models: int = DEFAULT_MAX_MODELS) -> SceneDistribution:
+        """:meth:`scene_distribution` of detections already made (:meth:`detect`), as :meth:`decode` is
+        to :meth:`__call__`."""
+        cam = as_camera(camera)
         if environment is None:
             return SceneDistribution.certain(self.decode(detections, cam, None))
         index = [i for i, d in enumerate(detections) if d.candidate.score >= self.candidate_threshold]
