@@ -5,7 +5,7 @@ For every question of a rendered split (gold ASP query, so that only perception 
 then time (a) the MAP decode (``Perception.decode``, constraint-aware) plus one Reasoner call, and (b) the
 k-best decode (``Perception.decode_distribution``) plus one Reasoner call per scene; record each scene's
 answer set and probability. The summary scores the three answer rules on the same scenes (exact accuracy,
-Jaccard), the ECE and Brier score of ``P(value in answer set)``, the accuracy-coverage curve (90 %-coverage
+Jaccard), given that the question has an answer (the default) and without that presupposition, the ECE and Brier score of ``P(value in answer set)``, the accuracy-coverage curve (90 %-coverage
 threshold) and the cost ratio (b)/(a) per question. Resumable (``--records`` JSON lines; questions already
 there are skipped); ``--wait`` waits for images a running ``render`` has not written yet. Usage::
 
@@ -31,7 +31,7 @@ from clevr_poc.evaluation.report import ExampleResult  # noqa: E402
 from clevr_poc.evaluation.metrics import exact_match, jaccard_index  # noqa: E402
 from clevr_poc.probabilistic_answer import AnswerRule  # noqa: E402
 from clevr_poc.reasoning import Reasoner  # noqa: E402
-from clevr_poc.reasoning.answer_distribution import choose, set_probabilities  # noqa: E402
+from clevr_poc.reasoning.answer_distribution import choose, conditioned, set_probabilities  # noqa: E402
 
 
 def _record(perception, reasoner: Reasoner, example, k: int) -> dict:
@@ -65,11 +65,11 @@ def _record(perception, reasoner: Reasoner, example, k: int) -> dict:
             "map_answer_s": map_answer_s, "topk_decode_s": topk_decode_s, "topk_answer_s": topk_answer_s}
 
 
-def _results(records: list[dict], rule: AnswerRule) -> list[ExampleResult]:
+def _results(records: list[dict], rule: AnswerRule, presuppose: bool = True) -> list[ExampleResult]:
     out = []
     for r in records:
         answers = [frozenset(a) for a in r["answers"]]
-        weights = r["probabilities"]
+        weights = conditioned(answers, r["probabilities"])[0] if presuppose else r["probabilities"]
         chosen = choose(rule, answers, weights)
         confidence = next((s.probability for s in set_probabilities(answers, weights) if s.values == chosen), 0.0)
         marginals = tuple((v, min(1.0, sum(w for a, w in zip(answers, weights) if v in a))) for v in r["values"])
@@ -82,10 +82,10 @@ def _results(records: list[dict], rule: AnswerRule) -> list[ExampleResult]:
 def summary(records: list[dict]) -> dict:
     """Scores per rule, calibration (MAP rule's confidence; marginals do not depend on the rule) and costs."""
     out: dict = {"questions": len(records), "rules": {}}
-    for rule in AnswerRule:
-        results = _results(records, rule)
+    for rule, presuppose in [(rule, p) for p in (True, False) for rule in AnswerRule]:
+        results = _results(records, rule, presuppose)
         calibration = calibration_report(results)
-        out["rules"][rule.value] = {
+        out["rules"][rule.value + ("" if presuppose else " (no presupposition)")] = {
             "exact_accuracy": sum(r.exact for r in results) / len(results),
             "jaccard": sum(r.jaccard for r in results) / len(results),
             "calibration": calibration.to_json() if calibration else None}
@@ -147,7 +147,7 @@ def main() -> None:
     print(json.dumps({k: v for k, v in result.items() if k != "rules"}, indent=1))
     for rule, scores in result["rules"].items():
         c = scores["calibration"]
-        print(f"{rule:18s} exact {scores['exact_accuracy']:.4f}  jaccard {scores['jaccard']:.4f}  ECE {c['ece']:.4f}  "
+        print(f"{rule:38s} exact {scores['exact_accuracy']:.4f}  jaccard {scores['jaccard']:.4f}  ECE {c['ece']:.4f}  "
               f"Brier {c['brier']:.4f}  90%-coverage: t={c['at_coverage']['threshold']:.4f} "
               f"coverage {c['at_coverage']['coverage']:.3f} exact {c['at_coverage']['exact_accuracy']:.4f}")
     print(f"load: {os.getloadavg()}")

@@ -100,13 +100,16 @@ class ProbabilisticAnswer:
             the values some scene yields when the attribute is unknown.
         sets: ``P(A = S)`` for every answer set some scene yields, most probable first.
         scene_answers: each scene's answer set (the scenes' order: most probable first).
-        scene_probabilities: each scene's probability (sum 1).
+        scene_probabilities: each scene's probability (sum 1; 0 for a scene left out by conditioning).
         confidence: ``P(A = chosen set)``: the probability that the answer is exactly right, in [0, 1].
         expected_jaccard: ``sum_i w_i J(chosen, A_i)``, in [0, 1].
         complete: the scenes are every consistent scene the decoder considered (see
             :class:`~clevr_poc.scene_distribution.SceneDistribution`).
         alternatives: with :meth:`Reasoner.explain_distribution`, the perceived facts the answer hangs on
             (most probable first); empty otherwise.
+        evidence: the probability, before conditioning, that the question has an answer (the mass of the
+            scenes whose answer set is not empty); ``scene_probabilities`` are conditioned on it when the
+            answer is computed with ``presuppose_answer=True`` (the default).
     """
 
     answer: Answer
@@ -119,6 +122,7 @@ class ProbabilisticAnswer:
     expected_jaccard: float
     complete: bool = True
     alternatives: tuple[PerceivedAlternative, ...] = ()
+    evidence: float = 1.0
 
     @property
     def values(self) -> frozenset[str]:
@@ -133,7 +137,7 @@ class ProbabilisticAnswer:
         """A few lines: the chosen set, its confidence, the marginals above 0 and the alternatives."""
         values = ", ".join(sorted(self.values)) or "none"
         lines = [f"Answer ({self.rule.value}): {values}  (P(exactly right) = {self.confidence:.2f}, "
-                 f"expected Jaccard = {self.expected_jaccard:.2f}, {len(self.scene_answers)} scene(s))"]
+                 f"expected Jaccard = {self.expected_jaccard:.2f}, {sum(1 for w in self.scene_probabilities if w > 0)} scene(s))"]
         shown = [f"{m.value} {m.probability:.2f}" for m in self.marginals if m.probability > 0]
         lines.append("P(value in answer): " + (", ".join(shown) or "none"))
         lines += ["  hangs on " + a.describe() for a in self.alternatives]
@@ -143,6 +147,7 @@ class ProbabilisticAnswer:
         return {
             "answer": self.answer.sorted_values(), "rule": self.rule.value, "attribute": self.answer.attribute,
             "confidence": self.confidence, "expected_jaccard": self.expected_jaccard, "complete": self.complete,
+            "evidence": self.evidence,
             "marginals": {m.value: m.probability for m in self.marginals},
             "sets": [{"answer": sorted(s.values), "probability": s.probability} for s in self.sets],
             "alternatives": [a.describe() for a in self.alternatives],

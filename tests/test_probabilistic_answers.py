@@ -14,7 +14,8 @@ from clevr_poc.perception.decoding import ObjectCandidate, constraint_decode
 from clevr_poc.perception.ranked_decoding import normalised, ranked_decode
 from clevr_poc.probabilistic_answer import AnswerRule
 from clevr_poc.reasoning import Reasoner
-from clevr_poc.reasoning.answer_distribution import best_jaccard_set, choose, expected_jaccard, set_probabilities
+from clevr_poc.reasoning.answer_distribution import (best_jaccard_set, choose, conditioned, expected_jaccard,
+                                                    set_probabilities)
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 from clevr_poc.scene_distribution import SceneDistribution
 
@@ -145,3 +146,22 @@ def test_scene_distribution_and_rule_validation():
     with pytest.raises(ValueError, match="min_ratio"):
         ranked_decode([_cube({"red": 1.0})], ENV, min_ratio=0.0)
     assert normalised([]) == () and normalised([5, 5]) == (0.5, 0.5)
+
+
+def test_conditioning_on_the_question_having_an_answer():
+    a, b = frozenset("a"), frozenset("b")
+    weights, evidence = conditioned((frozenset(), a, b), (0.5, 0.3, 0.2))
+    assert weights == pytest.approx((0.0, 0.6, 0.4)) and evidence == pytest.approx(0.5)
+    assert choose(AnswerRule.MAP, (frozenset(), a, b), weights) == a
+    assert [s.values for s in set_probabilities((frozenset(), a, b), weights)] == [a, b]
+    assert conditioned((frozenset(),), (1.0,)) == ((1.0,), 0.0)                  # nothing answers: unchanged
+    # end to end: the MAP scene (two red cubes in region 0) breaks "exactly one red object in region 0"
+    two_red = _scene(("red", "cube", 0, 0), ("red", "sphere", 0, 1))
+    distribution = SceneDistribution((two_red, _scene(("blue", "cube", 0, 0))), (0.7, 0.3))
+    result = Reasoner().answer_distribution(ENV, distribution, QUERY)
+    assert result.scene_answers == (frozenset(), frozenset({"red"}))
+    assert result.values == frozenset({"red"}) and result.confidence == pytest.approx(1.0)
+    assert result.evidence == pytest.approx(0.3) and result.scene_probabilities == pytest.approx((0.0, 1.0))
+    crisp = Reasoner().answer_distribution(ENV, distribution, QUERY, presuppose_answer=False)
+    assert crisp.values == frozenset() and crisp.confidence == pytest.approx(0.7)
+    assert crisp.probability("red") == pytest.approx(0.3)

@@ -42,10 +42,13 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def set_probabilities(answers: Sequence[frozenset[str]], weights: Sequence[float]) -> tuple[SetProbability, ...]:
-    """``P(A = S)`` of every distinct answer set, most probable first (ties: first seen first)."""
+    """``P(A = S)`` of every distinct answer set of a scene of non-zero weight, most probable first (ties:
+    first seen first)."""
     total: dict[frozenset[str], float] = {}
+    positive = any(w > 0 for w in weights)
     for values, w in zip(answers, weights):
-        total[values] = total.get(values, 0.0) + w
+        if w > 0 or not positive:           # scenes left out by conditioning (weight 0) are no answer
+            total[values] = total.get(values, 0.0) + w
     order = sorted(enumerate(total.items()), key=lambda item: (-item[1][1], item[0]))
     return tuple(SetProbability(values, p) for _, (values, p) in order)
 
@@ -71,19 +74,36 @@ def best_jaccard_set(answers: Sequence[frozenset[str]], weights: Sequence[float]
     return max(candidates, key=lambda s: (round(expected_jaccard(s, answers, weights), 12), exact.get(s, 0.0)))
 
 
+def conditioned(answers: Sequence[frozenset[str]], weights: Sequence[float]) -> tuple[tuple[float, ...], float]:
+    """The weights given that the question has an answer: scenes whose answer set is empty get weight 0,
+    the others are renormalised; returns ``(weights, evidence)`` with ``evidence = P(answer non-empty)``.
+    When no scene answers, the weights are returned unchanged (evidence 0)."""
+    evidence = sum(w for a, w in zip(answers, weights) if a)
+    if evidence <= 0.0:
+        return tuple(weights), 0.0
+    return tuple(w / evidence if a else 0.0 for a, w in zip(answers, weights)), evidence
+
+
 def choose(rule: AnswerRule, answers: Sequence[frozenset[str]], weights: Sequence[float]) -> frozenset[str]:
-    """The answer set ``rule`` picks (:class:`AnswerRule`); ``answers`` most probable scene first."""
+    """The answer set ``rule`` picks (:class:`AnswerRule`); ``answers`` most probable scene first (``MAP``:
+    the first scene of non-zero weight)."""
     if rule is AnswerRule.MAP:
-        return answers[0]
+        return next((a for a, w in zip(answers, weights) if w > 0), answers[0])
     if rule is AnswerRule.MOST_PROBABLE_SET:
         return set_probabilities(answers, weights)[0].values
     return best_jaccard_set(answers, weights)
 
 
 def answer_distribution(reasoner: "Reasoner", environment: "Environment", distribution: SceneDistribution,
-                        query: "QueryLike", rule: AnswerRule | str = AnswerRule.MAP) -> ProbabilisticAnswer:
+                        query: "QueryLike", rule: AnswerRule | str = AnswerRule.MAP, *,
+                        presuppose_answer: bool = True) -> ProbabilisticAnswer:
     """The answer over ``distribution``: each scene answered by ``reasoner`` (:meth:`Reasoner.answer`),
     marginals over the queried attribute's domain, set probabilities and the set ``rule`` picks.
+
+    ``presuppose_answer`` (default True): condition on the question having an answer (every CLEVR-POC
+    question does, by construction): scenes in which the query matches nothing, or that contradict the
+    environment with the question, are given weight 0 and the rest renormalised (:func:`conditioned`),
+    unless no scene answers. ``evidence`` records the probability of an answer before conditioning.
 
     Raises:
         ValueError: an unknown rule name.
@@ -93,7 +113,8 @@ def answer_distribution(reasoner: "Reasoner", environment: "Environment", distri
     checked = reasoner.sanitize(query)
     crisp = [reasoner.answer(environment, scene, checked) for scene in distribution.scenes]
     answers = tuple(a.values for a in crisp)
-    weights = distribution.probabilities
+    weights, evidence = (conditioned(answers, distribution.probabilities) if presuppose_answer
+                         else (tuple(distribution.probabilities), sum(w for a, w in zip(answers, distribution.probabilities) if a)))
     chosen = choose(rule, answers, weights)
     sets = set_probabilities(answers, weights)
     attribute = checked.attribute
@@ -101,12 +122,12 @@ def answer_distribution(reasoner: "Reasoner", environment: "Environment", distri
     marginals = tuple(ValueProbability(v, min(1.0, sum(w for a, w in zip(answers, weights) if v in a)))
                       for v in values)
     satisfiable = any(a.satisfiable for a in crisp)
-    first = crisp[0]
+    first = crisp[next((i for i, w in enumerate(weights) if w > 0), 0)]
     reason = None if chosen else (first.reason or "no scene of the distribution yields a value")
     answer = Answer(chosen, attribute, satisfiable, reason, None, checked.text, first.scene_facts)
     confidence = next((s.probability for s in sets if s.values == chosen), 0.0)
     return ProbabilisticAnswer(answer, rule, marginals, sets, answers, tuple(weights), confidence,
-                               expected_jaccard(chosen, answers, weights), distribution.complete)
+                               expected_jaccard(chosen, answers, weights), distribution.complete, evidence=evidence)
 
 
 def _facts(scene: Scene) -> dict[int, dict[str, str]]:
@@ -127,9 +148,11 @@ def perceived_alternatives(distribution: SceneDistribution, answer: Probabilisti
     set differs from the chosen answer, ``(d, f, MAP reading, r, P(f_d = r), that set)`` is returned.
     Whether a box is kept at all is the fact ``"kept"``.
     """
-    facts = [_facts(scene) for scene in distribution.scenes]
-    weights = distribution.probabilities
-    answers = answer.scene_answers
+    weights = answer.scene_probabilities
+    keep = [i for i, w in enumerate(weights) if w > 0]
+    facts = [_facts(distribution.scenes[i]) for i in keep]
+    weights = [weights[i] for i in keep]
+    answers = [answer.scene_answers[i] for i in keep]
     chosen = answer.values
     map_facts = facts[0]
     object_ids = {d: i for i, d in enumerate(map_facts)}
@@ -162,5 +185,5 @@ def perceived_alternatives(distribution: SceneDistribution, answer: Probabilisti
     return tuple(found)
 
 
-__all__ = ["FACTS", "answer_distribution", "best_jaccard_set", "choose", "expected_jaccard", "jaccard",
+__all__ = ["FACTS", "answer_distribution", "best_jaccard_set", "choose", "conditioned", "expected_jaccard", "jaccard",
            "perceived_alternatives", "set_probabilities"]

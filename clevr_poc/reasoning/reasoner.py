@@ -145,14 +145,16 @@ class Reasoner:
 
         return explain(self, environment, scene, query)
 
-    def answer_distribution(self, environment: Environment, distribution, query: QueryLike, rule="map"):
+    def answer_distribution(self, environment: Environment, distribution, query: QueryLike, rule="map", *,
+                            presuppose_answer: bool = True):
         """The answer over a :class:`~clevr_poc.scene_distribution.SceneDistribution`: ``P(value in
         answer set)`` per value, the probability of each answer set and the set ``rule``
-        (:class:`~clevr_poc.probabilistic_answer.AnswerRule` or its name) picks
+        (:class:`~clevr_poc.probabilistic_answer.AnswerRule` or its name) picks, given that the question
+        has an answer unless ``presuppose_answer=False``
         (:func:`~clevr_poc.reasoning.answer_distribution.answer_distribution`)."""
         from clevr_poc.reasoning.answer_distribution import answer_distribution
 
-        return answer_distribution(self, environment, distribution, query, rule)
+        return answer_distribution(self, environment, distribution, query, rule, presuppose_answer=presuppose_answer)
 
     def explain_distribution(self, environment: Environment, distribution, query: QueryLike, rule="map"):
         """:meth:`answer_distribution` with the MAP scene's :class:`~clevr_poc.answer.Explanation` and the
