@@ -420,3 +420,27 @@ def test_position_matching_and_photometric_augmentation():
     assert photometric(image, 0.0, 0.0) is image
     assert torch.allclose(photometric(image, 1.0, 0.0), torch.tensor([0.0, 0.5, 1.0, 1.0]))   # one stop brighter
     assert torch.allclose(photometric(image, 0.0, 1.0), image ** 2)                           # gamma 2
+
+
+def test_visibility_bins_have_sharp_edges():
+    from clevr_poc.perception.evaluation import visibility_bin
+
+    assert [visibility_bin(p) for p in (0, 149, 150, 399, 400, 999, 1000, 10 ** 6)] == [
+        "<150 px", "<150 px", "150-400 px", "150-400 px", "400-1000 px", "400-1000 px", ">=1000 px", ">=1000 px"]
+
+
+@vision
+def test_evaluate_breaks_answers_down_by_family_and_occlusion():
+    from clevr_poc.perception import Perception
+    from clevr_poc.perception.evaluation import evaluate
+
+    report = evaluate(Perception.from_pretrained(MODEL, device="cpu"), FIXTURE, split="test", progress=False)
+    parts = report["breakdowns"]
+    assert parts["decoding"] == "constraints"
+    assert sum(v["n"] for v in parts["answers_by_family"].values()) == report["constraints"]["images"] == 2
+    assert sum(v["n"] for v in parts["answers_by_occlusion"].values()) == 2
+    detection = report["constraints"]["detection"]
+    # every ground-truth object falls in one visibility bin; recall per bin adds up to the overall recall
+    assert sum(v["n"] for v in parts["recall_by_visibility"].values()) == detection["true_positives"] + detection["false_negatives"]
+    found = sum(round(v["n"] * v["accuracy"]) for v in parts["recall_by_visibility"].values())
+    assert found == detection["true_positives"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -250,7 +251,9 @@ def test_assets_folder_is_loaded_end_to_end(bpy, tmp_path):
         rgb = np.asarray({"red": (173, 35, 35), "blue": (42, 75, 215), "yellow": (255, 238, 51)}[obj["color"]])
         expected = _linear_to_srgb255(strength * rgb / 255.0)  # the file's emission group, colour c / 255 linear
         assert np.abs(np.median(image[inner], axis=0) - expected).max() <= 4, (obj["color"], expected)
-    assert data["objects"][2]["3d_coords"] == [2.5, -2.5, 1.0]  # the cone at its layout position, on the floor
+    # the release's cone: its layout (x, y), floating 0.118 above the floor (CLEVR-POC blender.py add_object)
+    assert data["objects"][2]["3d_coords"] == pytest.approx([2.5, -2.5, 1.118])
+    assert data["render"]["cone_lift"] == pytest.approx(0.118)
 
 
 def test_bad_assets_folder_is_a_typed_one_line_error(tmp_path, capsys):
@@ -283,3 +286,36 @@ def test_render_command_style_flag(bpy, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:  # argparse: not a style
         main(["render", "--dataset", str(tmp_path), "--style", "clevr"])
     assert exit_info.value.code == 2 and "invalid choice: 'clevr'" in capsys.readouterr().err
+
+
+def test_official_backdrop_is_a_floor_that_sweeps_up_behind_the_scene():
+    from clevr_poc.rendering.blender import backdrop_mesh
+    from clevr_poc.rendering.styles import OFFICIAL_BACKDROP
+
+    vertices, quads = backdrop_mesh(OFFICIAL_BACKDROP)
+    assert vertices.shape == (2 * (OFFICIAL_BACKDROP.segments + 2), 3) and quads.shape == (OFFICIAL_BACKDROP.segments + 1, 4)
+    assert vertices[:, 2].min() == 0.0 and vertices[:, 2].max() == pytest.approx(23.215)
+    # the profile in the backdrop's own (u, z) frame: floor under the scene (u of the world origin), wall behind
+    c, s_ = math.cos(OFFICIAL_BACKDROP.rotation_z), math.sin(OFFICIAL_BACKDROP.rotation_z)
+    end = vertices[: OFFICIAL_BACKDROP.segments + 2]
+    u = c * (end[:, 0] - OFFICIAL_BACKDROP.location[0]) + s_ * (end[:, 1] - OFFICIAL_BACKDROP.location[1])
+    u_origin = c * -OFFICIAL_BACKDROP.location[0] + s_ * -OFFICIAL_BACKDROP.location[1]
+    assert np.all(np.diff(u) > 0)
+    assert np.interp(u_origin, u, end[:, 2]) < 0.01 and np.interp(u_origin + 4.0, u, end[:, 2]) < 0.2
+    assert np.interp(u_origin + 14.0, u, end[:, 2]) > 1.0  # the wall rises 14 units behind the origin
+    # the wall stands behind the scene, away from the official camera (at +x, -y)
+    wall = vertices[vertices[:, 2] > 10.0]
+    camera = np.array(official_camera().position)
+    assert np.all(np.linalg.norm(wall[:, :2] - camera[:2], axis=1) > np.linalg.norm(camera[:2]) + 5.0)
+
+
+def test_official_style_renders_the_grey_backdrop_lit_by_the_sun(bpy, tmp_path):
+    from clevr_poc.rendering import render_scene
+
+    scene = Scene((_obj("red", "sphere", "large", "rubber", 0, 0.0, 0.0),))
+    official = _image(render_scene(scene, tmp_path / "o.png", samples=2, width=80, height=80).image_path)
+    bare = replace(OFFICIAL, sun=None, backdrop=None)
+    dark = _image(render_scene(scene, tmp_path / "s.png", style=bare, samples=2, width=80, height=80).image_path)
+    # the release's images: a grey backdrop at the top of the frame (mean about 100 of 255), not a black sky
+    assert 80 < official[:8].mean() < 140 and official.mean() > 90
+    assert dark[:8].mean() < 15

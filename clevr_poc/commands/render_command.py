@@ -59,8 +59,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="camera position jitter per coordinate, world units (default: the style's; official 0)")
     parser.add_argument("--light-jitter", type=float, default=None, metavar="J",
                         help="light position jitter per coordinate, world units (default: the style's; official 0)")
-    parser.add_argument("--cone-lift", type=float, default=0.0, metavar="H",
-                        help="cones float H above the floor (official renders: 0.118; default: 0)")
+    parser.add_argument("--cone-lift", type=float, default=None, metavar="H",
+                        help="cones float H above the floor, world units (default: the style's: official 0.118, "
+                             "as the release's cones; ours 0)")
     parser.add_argument("--no-denoise", dest="denoise", action="store_false", help="no OpenImageDenoise")
     parser.add_argument("--no-adaptive", dest="adaptive", action="store_false", help="no adaptive sampling")
     parser.add_argument("--engine", default=DEFAULT_ENGINE, choices=("cycles", "eevee"),

@@ -26,7 +26,10 @@ Metrics per decoding:
 * ``answers``: exact-match accuracy of the reasoner's answer (gold ASP query, official semantics) from
   the perceived scene against the gold answer (a perceived scene the solver cannot settle within its
   time limit counts as wrong; ``solver_timeouts`` counts them per decoding); ``answers_gold_scene`` is
-  the same from the ground-truth scene (1.0 by construction, a check).
+  the same from the ground-truth scene (1.0 by construction, a check);
+* ``breakdowns`` (constraint-aware decoding; argmax without it): answers by question family (template
+  file), answers by occlusion (the image's least visible object, :data:`VISIBILITY_BINS` of visible mask
+  pixels) and detection recall by each object's visible pixels (the last two need rendered masks).
 """
 
 from __future__ import annotations
@@ -133,7 +136,8 @@ class _Tally:
 
 
 def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, truth_objects: list,
-           answer_ok: bool | None) -> None:
+           answer_ok: bool | None) -> list[tuple[int, int]]:
+    """Add one image to ``tally``; returns the matched (predicted index, truth index) pairs."""
     tally.images += 1
     boxes = []
     for o in scene.objects:
@@ -175,6 +179,37 @@ def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, t
     if answer_ok is not None:
         tally.answered += 1
         tally.answer_right += answer_ok
+    return pairs
+
+
+#: Visible-pixel bins (upper bounds, pixels of the object's visible mask at the image's size) of the
+#: breakdowns ``recall_by_visibility`` (per object) and ``answers_by_occlusion`` (per image, by its least
+#: visible object): heavily occluded or far and small, partly occluded, mostly visible, large.
+VISIBILITY_BINS: tuple[tuple[str, float], ...] = (("<150 px", 150), ("150-400 px", 400), ("400-1000 px", 1000),
+                                                   (">=1000 px", float("inf")))
+
+
+def visibility_bin(pixels: int) -> str:
+    """The :data:`VISIBILITY_BINS` label of an object covering ``pixels`` visible pixels."""
+    return next(label for label, upper in VISIBILITY_BINS if pixels < upper)
+
+
+class _Breakdown:
+    """Right/total counts per group label; ``report()`` gives ``{label: {"n", "accuracy"}}`` in label order."""
+
+    def __init__(self, order: Sequence[str] = ()) -> None:
+        self.order = list(order)
+        self.counts: dict[str, list[int]] = {}
+
+    def add(self, label: str, ok: bool) -> None:
+        right_total = self.counts.setdefault(label, [0, 0])
+        right_total[0] += bool(ok)
+        right_total[1] += 1
+
+    def report(self) -> dict[str, dict[str, float | int]]:
+        labels = [x for x in self.order if x in self.counts] + sorted(set(self.counts) - set(self.order))
+        return {x: {"n": self.counts[x][1], "accuracy": round(self.counts[x][0] / self.counts[x][1], 4)}
+                for x in labels}
 
 
 def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "test", limit: int | None = None,
@@ -214,6 +249,9 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
     cameras = {"scene": 0, "preset": 0}
     timeouts: dict[str, int] = {}
     matching: set[str] = set()
+    bins = [label for label, _ in VISIBILITY_BINS]
+    by_family, by_occlusion, recall_by_visibility = _Breakdown(), _Breakdown(bins), _Breakdown(bins)
+    headline = DECODINGS[-1] if decode else DECODINGS[0]
     for example in tqdm(examples, desc="evaluate", disable=not progress, unit="image"):
         truth = image_truth(example.partial_scene, example.image_path, camera_source=camera_source,
                             scene_path=example.scene_path)
@@ -247,7 +285,16 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                     except SolverTimeoutError:  # a perceived scene clingo cannot settle in time: wrong
                         answer_ok = False
                         timeouts[name] = timeouts.get(name, 0) + 1
-            _score(tallies[name], scene, truth.scene, truth_boxes, list(truth.objects), answer_ok)
+            pairs = _score(tallies[name], scene, truth.scene, truth_boxes, list(truth.objects), answer_ok)
+            if name == headline and truth.annotated:
+                found = {j for _, j in pairs}
+                for j, obj in enumerate(truth.objects):
+                    recall_by_visibility.add(visibility_bin(obj.visible_pixels), j in found)
+            if name == headline and answer_ok is not None:
+                by_family.add(example.question.template_filename or "unknown", answer_ok)
+                if truth.annotated and truth.objects:
+                    least = min(obj.visible_pixels for obj in truth.objects)
+                    by_occlusion.add(visibility_bin(least), answer_ok)
         if reasoner is not None and example.question.answer is not None:
             answer = reasoner.answer(example.environment, example.partial_scene, example.question.asp_query)
             gold.answered += 1
@@ -267,6 +314,9 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                               "seconds_per_image": round(decode_seconds / len(examples), 4)}
     if answers:
         report["answers_gold_scene"] = round(gold.answer_right / gold.answered, 4) if gold.answered else None
+    report["breakdowns"] = {"decoding": headline, "answers_by_family": by_family.report(),
+                            "answers_by_occlusion": by_occlusion.report(),
+                            "recall_by_visibility": recall_by_visibility.report()}
     report["solver_timeouts"] = timeouts
     report["detect_seconds_per_image"] = round(detect_seconds / len(examples), 4)
     return report

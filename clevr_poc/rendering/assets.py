@@ -190,6 +190,58 @@ def read_assets(files: AssetFiles, *, width: int, height: int) -> OfficialFiles:
     return OfficialFiles(files, camera, lights, unit_meshes)
 
 
+#: Custom property that tags what :func:`build_scene` adds (objects, their meshes and materials), so that
+#: :func:`prepared_assets` can take it away again and reuse the opened base scene for the next image.
+ADDED_TAG = "clevr_poc_added"
+#: Custom property on the scene naming which :func:`read_assets` call prepared it.
+PREPARED_TAG = "clevr_poc_assets"
+_prepared: dict[str, Any] = {}
+
+
+def _files_key(files: AssetFiles, width: int, height: int) -> tuple:
+    """What identifies a prepared base scene: every file's path, size and modification time, and the size."""
+    paths = (files.base_scene, *files.shapes.values(), *files.materials.values())
+    stamps = []
+    for path in paths:
+        stat = path.stat()
+        stamps.append((str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+    return tuple(stamps), int(width), int(height)
+
+
+def _remove_added() -> None:
+    """Take away every datablock :func:`build_scene` added (tagged with :data:`ADDED_TAG`)."""
+    import bpy
+
+    for collection in (bpy.data.objects, bpy.data.meshes, bpy.data.materials, bpy.data.cameras):
+        for block in [b for b in collection if b.get(ADDED_TAG)]:
+            collection.remove(block)
+
+
+def prepared_assets(files: AssetFiles, *, width: int, height: int) -> OfficialFiles:
+    """:func:`read_assets`, done once per process: when Blender still holds the base scene this function
+    prepared for the same files (unchanged on disk) and size, the objects of the previous image are taken
+    away and that scene is reused (opening the base scene and appending the shapes and node groups costs
+    about 1.5 s per image otherwise; ``benchmarks/render.py``). Any other Blender use in between (a
+    procedural render resets Blender) makes the next call read the files again.
+
+    Raises:
+        AssetsError: as :func:`read_assets`.
+    """
+    import bpy
+
+    key = _files_key(files, width, height)
+    cached = _prepared.get("current")
+    if cached is not None and cached[0] == key and bpy.context.scene.get(PREPARED_TAG) == cached[2]:
+        _remove_added()
+        return cached[1]
+    _prepared.pop("current", None)
+    official = read_assets(files, width=width, height=height)
+    token = os.urandom(8).hex()
+    bpy.context.scene[PREPARED_TAG] = token
+    _prepared["current"] = (key, official, token)
+    return official
+
+
 def build_scene(official: OfficialFiles, scene: Any, lights: dict, camera: Camera, style: Any,
                 cone_lift: float = 0.0) -> None:
     """Fill the opened base scene (:func:`read_assets` ran just before): lights moved to ``lights``
@@ -209,7 +261,10 @@ def build_scene(official: OfficialFiles, scene: Any, lights: dict, camera: Camer
             obj.location = lights[_light_name(obj.name)]
     file_camera = view.camera
     _blender.add_camera(camera)
-    bpy.data.objects.remove(file_camera)
+    view.camera[ADDED_TAG] = 1
+    view.camera.data[ADDED_TAG] = 1
+    if file_camera is not None:
+        bpy.data.objects.remove(file_camera)
     sources = {shape: bpy.data.objects[SHAPE_OBJECTS[shape]] for shape in SHAPE_OBJECTS}
     materials: dict[tuple[str, str], Any] = {}
     for k, item in enumerate(scene.objects):
@@ -218,9 +273,12 @@ def build_scene(official: OfficialFiles, scene: Any, lights: dict, camera: Camer
             rgb = _blender.colour_rgb(item.color, style.colour_space)
             materials[key] = _shaders.group_material(f"{item.color}_{item.material}",
                                                      MATERIAL_GROUPS[item.material], (*rgb, 1.0))
+            materials[key][ADDED_TAG] = 1
         source = sources[item.shape]
         obj = source.copy()
         obj.data = source.data.copy()
+        obj[ADDED_TAG] = 1
+        obj.data[ADDED_TAG] = 1
         obj.name = f"{SHAPE_OBJECTS[item.shape]}_{k}"
         s = object_scale(item.shape, item.size, shrink_cube=style.shrink_cube)
         obj.scale = tuple(c * s for c in source.scale)

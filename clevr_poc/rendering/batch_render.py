@@ -243,7 +243,7 @@ def render_dataset(
     colour_space: str | None = None,
     camera_jitter: float | None = None,
     light_jitter: float | None = None,
-    cone_lift: float = 0.0,
+    cone_lift: float | None = None,
     assets: str | os.PathLike[str] | None = None,
     denoise: bool = True,
     adaptive: bool = True,

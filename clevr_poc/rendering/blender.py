@@ -34,7 +34,7 @@ import numpy as np
 from clevr_poc import domain
 from clevr_poc.rendering.geometry import SENSOR_MM, Camera
 from clevr_poc.rendering.shapes import Mesh
-from clevr_poc.rendering.styles import OURS, Light
+from clevr_poc.rendering.styles import OURS, Backdrop, Light, Sun
 
 #: Render engines: our name -> Blender's.
 ENGINES = {"cycles": "CYCLES", "eevee": "BLENDER_EEVEE"}
@@ -180,6 +180,52 @@ def add_ground(size: float = 200.0, rgb: Sequence[float] | None = GROUND_RGB) ->
     if rgb is not None:
         mesh.materials.append(_principled("Ground", rgb, {"Roughness": 0.9, "Specular IOR Level": 0.2}))
     obj = bpy.data.objects.new("Ground", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+
+
+def backdrop_mesh(backdrop: Backdrop) -> tuple[np.ndarray, np.ndarray]:
+    """World vertices (N, 3) float64 and quads (M, 4) int64 of ``backdrop``: the profile (floor start, then
+    ``segments + 1`` samples of the curve) at both ends of the extrusion."""
+    t = np.linspace(0.0, 1.0, backdrop.segments + 1)[:, None]
+    p0, p1 = np.array([backdrop.bend, 0.0]), np.array([backdrop.control1_u, 0.0])
+    p2, p3 = np.asarray(backdrop.control2, dtype=float), np.asarray(backdrop.end, dtype=float)
+    curve = (1 - t) ** 3 * p0 + 3 * (1 - t) ** 2 * t * p1 + 3 * (1 - t) * t ** 2 * p2 + t ** 3 * p3  # (u, z)
+    profile = np.concatenate([[[backdrop.floor_start, 0.0]], curve])
+    profile[:, 1] = np.maximum(profile[:, 1], 0.0)
+    c, s = np.cos(backdrop.rotation_z), np.sin(backdrop.rotation_z)
+    vertices = []
+    for v in (backdrop.v_min, backdrop.v_max):
+        x = backdrop.location[0] + c * profile[:, 0] - s * v
+        y = backdrop.location[1] + s * profile[:, 0] + c * v
+        vertices.append(np.stack([x, y, profile[:, 1]], axis=1))
+    n = len(profile)
+    quads = np.array([(k, k + 1, n + k + 1, n + k) for k in range(n - 1)], dtype=np.int64)
+    return np.concatenate(vertices), quads
+
+
+def add_backdrop(backdrop: Backdrop) -> None:
+    """The backdrop (:class:`clevr_poc.rendering.styles.Backdrop`) as a smooth-shaded mesh without material."""
+    import bpy
+
+    vertices, quads = backdrop_mesh(backdrop)
+    mesh = bpy.data.meshes.new("Ground")
+    mesh.from_pydata(vertices.tolist(), [], quads.tolist())
+    mesh.update()
+    mesh.shade_smooth()
+    obj = bpy.data.objects.new("Ground", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+
+
+def add_sun(sun: Sun) -> None:
+    """A sun light shining along ``sun.direction``."""
+    import bpy
+    from mathutils import Vector
+
+    light = bpy.data.lights.new("Sun", type="SUN")
+    light.energy = sun.strength
+    light.angle = sun.angle
+    obj = bpy.data.objects.new("Sun", light)
+    obj.rotation_euler = Vector(sun.direction).to_track_quat("-Z", "Y").to_euler()
     bpy.context.scene.collection.objects.link(obj)
 
 

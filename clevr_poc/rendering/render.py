@@ -11,13 +11,14 @@ images, 320 x 320, fixed official camera and lights, cubes not shrunk, linear co
 shaders) or ``ours`` (our former look, unchanged). ``assets=DIR`` renders with the official
 ``data/`` files instead of the procedural scene, meshes and shaders (:mod:`clevr_poc.rendering.assets`).
 
-Cones: the official generator appends each shape at the location stored in its ``.blend`` file and
-then *moves* it by (x, y, r); the official ``Cone`` is stored at (0.734, -0.477, 0.118), so official
-cones come out shifted by that offset and floating 0.118 above the floor. We place every object, cones
-included, at its layout position resting on the floor (``3d_coords`` = where it is drawn, and the
-regions and relations the questions were made from stay true); ``cone_lift`` lifts cones by a given
-height (:data:`OFFICIAL_CONE_LIFT` reproduces the floating look, e.g. to vary training images; the
-recorded ``3d_coords`` z follows).
+Cones: the official generator appends each shape at the location stored in its ``.blend`` file, moves it
+by (x, y, r) (CLEVR ``utils.add_object``: ``bpy.ops.transform.translate(value=(x, y, scale))``) and then
+sets its x and y back to the layout's (CLEVR-POC ``image_generation/blender.py``, ``add_object``:
+``obj.location = Vector((x, y, obj.location[2]))``). The official ``Cone`` is stored at
+(0.734, -0.477, 0.118), so official cones stand at their layout (x, y) -- the region and relations in the
+scene JSON hold for what is drawn -- but float 0.118 above the floor, and their recorded ``3d_coords`` z
+is r + 0.118. ``cone_lift`` is that height: the style's by default (``official`` and ``assets``:
+:data:`OFFICIAL_CONE_LIFT`; ``ours``: 0); the recorded ``3d_coords`` z follows.
 
 Ground truth written into the returned scene (official keys plus CLEVR-style extras; typed fields of
 :class:`~clevr_poc.scene.Scene` and :class:`~clevr_poc.scene.SceneObject`: ``scene.image`` is an
@@ -55,15 +56,12 @@ from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.rendering import masks as _masks
 from clevr_poc.rendering.geometry import SENSOR_MM, Camera, camera_preset, default_camera, look_at, project
 from clevr_poc.rendering.shapes import Mesh, object_mesh, object_scale
-from clevr_poc.rendering.styles import DEFAULT_STYLE, STYLE_NAMES, RenderStyle, get_style
+from clevr_poc.rendering.styles import DEFAULT_STYLE, OFFICIAL_CONE_LIFT, STYLE_NAMES, RenderStyle, get_style  # noqa: F401
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.scene_metadata import ImageInfo, RenderInfo
 
 #: Default image size: the official 320 x 320 (the ``official`` style's; ``ours``: 320 x 240).
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 320, 320
-#: Height (world units) the official cones float at (their ``.blend`` stores the object at z = 0.118 and
-#: the official code moves it up by r; module doc). Pass as ``cone_lift`` to reproduce it.
-OFFICIAL_CONE_LIFT = 0.118
 #: Default path-tracing samples per pixel (Cycles; with OpenImageDenoise). See docs/rendering.md
 #: (``benchmarks/render.py --quality``): in the official style at 320 x 320, 8 samples + OIDN reach 47.8 dB
 #: PSNR and SSIM 0.997 against the official 512 samples on 6 scenes for 1.8-2.1 CPU seconds per image
@@ -381,7 +379,7 @@ def render_scene(
     camera_jitter: float | None = None,
     light_jitter: float | None = None,
     colour_space: str | None = None,
-    cone_lift: float = 0.0,
+    cone_lift: float | None = None,
     assets: str | os.PathLike[str] | None = None,
     min_pixels: int | None = None,
     relayout: Callable[[Scene, VisibilityReport, int], Scene] | None = None,
@@ -411,8 +409,8 @@ def render_scene(
             0 and 0, ours 0.5 and 1.0).
         colour_space: ``"linear"`` (``c / 255`` as linear values, official) or ``"srgb"`` (``c / 255``
             converted from sRGB, ours) (*style*).
-        cone_lift: cones float this high above the floor (world units, >= 0; module doc; official
-            renders: :data:`OFFICIAL_CONE_LIFT`).
+        cone_lift: cones float this high above the floor (world units, >= 0; module doc) (*style*:
+            official :data:`OFFICIAL_CONE_LIFT`, ours 0).
         assets: an official CLEVR(-POC) ``data/`` folder (``base_scene.blend``, ``shapes/``,
             ``materials/``): render with those files (:mod:`clevr_poc.rendering.assets`); their camera,
             lights and meshes then replace the style's (masks follow the files' meshes).
@@ -442,6 +440,7 @@ def render_scene(
     height = st.height if height is None else height
     camera_jitter = st.camera_jitter if camera_jitter is None else camera_jitter
     light_jitter = st.light_jitter if light_jitter is None else light_jitter
+    cone_lift = st.cone_lift if cone_lift is None else cone_lift
     if engine not in ENGINE_NAMES:
         raise RenderError(f"unknown engine {engine!r}; expected one of {list(ENGINE_NAMES)}")
     for name, value in (("width", width), ("height", height), ("samples", samples)):
@@ -463,7 +462,7 @@ def render_scene(
         files = _assets.find_assets(assets)  # typed error naming the missing file, before bpy
         _import_bpy()
         with _blender.quiet_stdout(quiet):
-            official_files = _assets.read_assets(files, width=width, height=height)
+            official_files = _assets.prepared_assets(files, width=width, height=height)
         camera = official_files.camera
         if camera_jitter > 0:
             camera = look_at(camera.position + _rng(seed, 1).uniform(-camera_jitter, camera_jitter, size=3),
@@ -519,8 +518,13 @@ def render_scene(
                                denoise=info.denoise, adaptive=adaptive, seed=seed, threads=threads)
             if official_files is None:
                 _blender.add_world(st.world_rgb, st.world_strength)
-                _blender.add_ground(rgb=st.ground_rgb)
+                if st.backdrop is not None:
+                    _blender.add_backdrop(st.backdrop)
+                else:
+                    _blender.add_ground(rgb=st.ground_rgb)
                 _blender.add_lights(lights, st.lights)
+                if st.sun is not None:
+                    _blender.add_sun(st.sun)
                 _blender.add_camera(camera)
                 _blender.add_objects(objects, shaders=st.shaders, colour_space=st.colour_space)
             passes = _blender.render_png(tmp, index_pass=index_pass)

@@ -7,14 +7,15 @@ the same interface (input ``Color``, RGBA; output ``Shader``), so that :func:`gr
 same for these and for the official files (``--assets``, :mod:`clevr_poc.rendering.assets`):
 
 ``Rubber``
-    a diffuse BSDF layered with a velvet (Ashikhmin sheen) BSDF, weighted by a Fresnel term (IOR
-    :data:`RUBBER_SHEEN_IOR`: a soft sheen at grazing angles), under a white Beckmann glossy layer weighted
-    by a second Fresnel term (IOR :data:`RUBBER_GLOSS_IOR`, roughness :data:`RUBBER_GLOSS_ROUGHNESS`):
-    a matte look (facts: ``docs/rendering.md``; the roughness and IORs are our estimates).
+    a diffuse BSDF mixed with a velvet (Ashikhmin sheen, sigma :data:`RUBBER_SHEEN_ROUGHNESS`) BSDF by a
+    Fresnel term at IOR :data:`RUBBER_SHEEN_IOR`, under a grey (0.8) Beckmann glossy layer of roughness
+    :data:`RUBBER_GLOSS_ROUGHNESS` mixed in by a second Fresnel term at IOR :data:`RUBBER_GLOSS_IOR`: a matte
+    look with a soft sheen at grazing angles. Numbers of the official ``Rubber.blend`` group read in Blender
+    5.0.1: group inputs ``IOR`` 1.2 and ``Roughness`` 0.35 (defaults; the official code sets only
+    ``Color``), the sheen Fresnel at ``IOR + 0.2``, the glossy roughness ``Roughness ** 0.5``.
 ``MyMetal``
-    a 0.6 mix of two anisotropic GGX glossy BSDFs tinted by the colour (roughness 0.447 and 0.1,
-    anisotropy 0.25; official numbers), with a white glossy rim weighted by Fresnel at IOR 1.45 (how the
-    Fresnel term enters is our reading): brushed, fairly dark metal, not a mirror.
+    ``0.4 * rough + 0.6 * sharp`` of two anisotropic GGX glossy BSDFs tinted by the colour (roughness 0.447 and
+    0.1, anisotropy 0.25; the official group's Fresnel node is not connected): brushed, fairly dark metal.
 """
 
 from __future__ import annotations
@@ -24,17 +25,17 @@ from typing import Sequence
 #: Node group names (official ``properties.json``: ``"materials": {"rubber": "Rubber", "metal": "MyMetal"}``).
 GROUP_NAMES: dict[str, str] = {"rubber": "Rubber", "metal": "MyMetal"}
 
-#: Rubber: Fresnel IOR of the velvet layer, of the glossy layer, roughness of the glossy layer, velvet sigma.
-RUBBER_SHEEN_IOR = 1.45
-RUBBER_GLOSS_IOR = 1.45
-RUBBER_GLOSS_ROUGHNESS = 0.35
-RUBBER_SHEEN_ROUGHNESS = 1.0
-#: MyMetal (official): mix factor, the two roughnesses, anisotropy, Fresnel IOR of the rim.
+#: Rubber (official ``Rubber.blend``, module doc): Fresnel IOR of the velvet mix (1.2 + 0.2), of the glossy
+#: mix, roughness of the glossy layer (0.35 ** 0.5), velvet sigma, glossy colour.
+RUBBER_SHEEN_IOR = 1.4
+RUBBER_GLOSS_IOR = 1.2
+RUBBER_GLOSS_ROUGHNESS = 0.35 ** 0.5
+RUBBER_SHEEN_ROUGHNESS = 0.6
+RUBBER_GLOSS_GREY = 0.8
+#: MyMetal (official ``MyMetal.blend``): weight of the sharp lobe, the two roughnesses (rough, sharp), anisotropy.
 METAL_MIX = 0.6
 METAL_ROUGHNESS = (0.447, 0.1)
 METAL_ANISOTROPY = 0.25
-METAL_IOR = 1.45
-METAL_RIM_ROUGHNESS = 0.1
 
 
 def _new_group(name: str):
@@ -88,6 +89,7 @@ def build_rubber_group(name: str = GROUP_NAMES["rubber"]):
     links.new(group_in.outputs["Color"], sheen.inputs["Color"])
     base = _mix(group, _fresnel(nodes, RUBBER_SHEEN_IOR).outputs["Fac"], diffuse.outputs[0], sheen.outputs[0])
     gloss = _glossy(nodes, "BECKMANN", RUBBER_GLOSS_ROUGHNESS)
+    gloss.inputs["Color"].default_value = (RUBBER_GLOSS_GREY, RUBBER_GLOSS_GREY, RUBBER_GLOSS_GREY, 1.0)
     top = _mix(group, _fresnel(nodes, RUBBER_GLOSS_IOR).outputs["Fac"], base.outputs[0], gloss.outputs[0])
     links.new(top.outputs[0], group_out.inputs["Shader"])
     return group
@@ -101,10 +103,8 @@ def build_metal_group(name: str = GROUP_NAMES["metal"]):
     sharp = _glossy(nodes, "GGX", METAL_ROUGHNESS[1], METAL_ANISOTROPY)
     for node in (rough, sharp):
         links.new(group_in.outputs["Color"], node.inputs["Color"])
-    tinted = _mix(group, METAL_MIX, sharp.outputs[0], rough.outputs[0])
-    rim = _glossy(nodes, "GGX", METAL_RIM_ROUGHNESS)
-    top = _mix(group, _fresnel(nodes, METAL_IOR).outputs["Fac"], tinted.outputs[0], rim.outputs[0])
-    links.new(top.outputs[0], group_out.inputs["Shader"])
+    tinted = _mix(group, METAL_MIX, rough.outputs[0], sharp.outputs[0])
+    links.new(tinted.outputs[0], group_out.inputs["Shader"])
     return group
 
 

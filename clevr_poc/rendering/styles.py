@@ -59,6 +59,53 @@ class Light:
 
 
 @dataclass(frozen=True)
+class Sun:
+    """A sun (distant) light.
+
+    Attributes:
+        direction: unit vector the light travels along (world; pointing down into the scene).
+        strength: irradiance, W/m^2 (Blender 5 units).
+        angle: angular diameter of the sun disc, radians (soft shadows).
+    """
+
+    direction: tuple[float, float, float]
+    strength: float
+    angle: float
+
+
+@dataclass(frozen=True)
+class Backdrop:
+    """A studio backdrop: a floor that sweeps up into a wall behind the scene (no material: Blender's
+    default grey diffuse), modelled as a profile curve extruded along a straight line.
+
+    In the backdrop's own (u, z) plane the profile is flat floor (z = 0) from ``floor_start`` to ``bend``,
+    then a cubic Bézier from ``(bend, 0)`` with control points ``(control1_u, 0)`` (so the floor meets
+    the curve without a kink) and ``control2`` to ``end`` (z below 0 is clamped to 0). The surface spans v
+    in [``v_min``, ``v_max``]. The frame sits at ``location`` (x, y, z = 0) rotated by ``rotation_z``
+    radians about z (u -> world x axis before the rotation, v -> world y).
+
+    Attributes:
+        location: (x, y) of the frame's origin, world units.
+        rotation_z: radians.
+        floor_start, bend, control1_u: u of the floor's start, of the curve's start, of the first control point.
+        control2, end: (u, z) points of the curve, world units.
+        v_min, v_max: extent along v, world units.
+        segments: samples of the curve (smooth shading between them).
+    """
+
+    location: tuple[float, float]
+    rotation_z: float
+    floor_start: float
+    bend: float
+    control1_u: float
+    control2: tuple[float, float]
+    end: tuple[float, float]
+    v_min: float
+    v_max: float
+    segments: int = 96
+
+
+@dataclass(frozen=True)
 class RenderStyle:
     """Everything that makes a look; :func:`clevr_poc.rendering.render.render_scene` takes its name.
 
@@ -75,6 +122,9 @@ class RenderStyle:
         colour_space: a :data:`COLOUR_SPACES` entry.
         meshes: a :data:`MESH_SETS` entry.
         shrink_cube: divide a cube's scale by sqrt(2) (what CLEVR means to do; CLEVR-POC's code does not).
+        sun: a sun light besides the area lights, or None.
+        backdrop: a :class:`Backdrop` instead of the flat ground plane, or None.
+        cone_lift: default height cones float above the floor, world units (official: 0.118, module doc).
     """
 
     name: str
@@ -91,6 +141,9 @@ class RenderStyle:
     colour_space: str
     meshes: str
     shrink_cube: bool
+    sun: Sun | None = None
+    backdrop: Backdrop | None = None
+    cone_lift: float = 0.0
 
     def __post_init__(self) -> None:
         if self.shaders not in SHADER_KINDS:
@@ -116,10 +169,26 @@ OURS_LIGHTS: tuple[Light, ...] = (
     Light("back", (-2.0, 10.0, 12.0), 900.0, 3.0),
 )
 
+#: The official sun lamp (object "Area" of ``base_scene.blend``, a SUN light: strength 0.45, angle 0.199 rad,
+#: pointing along (-0.4145, 0.1946, -0.8890)); it lights the backdrop grey.
+OFFICIAL_SUN = Sun((-0.4145, 0.1946, -0.8890), 0.45, 0.1993)
+#: The official ground ("Ground" of ``base_scene.blend``: a floor sweeping up into a wall behind the scene,
+#: no material, Catmull-Clark level 2): frame at (-24.063, -17.997) rotated 154.58 deg, extent v in
+#: [-56.48, 0], the scene's origin at u = -14.0 (on the floor). Our floor + cubic Bézier profile deviates
+#: at most 0.061 units (mean 0.030) from the file's profile polygon (least-squares fit; docs/rendering.md).
+OFFICIAL_BACKDROP = Backdrop(location=(-24.0628, -17.9967), rotation_z=2.69798, floor_start=-23.556, bend=-14.885,
+                             control1_u=4.166, control2=(1.642, -1.009), end=(4.081, 23.215),
+                             v_min=-56.485, v_max=0.0)
+#: Height the official cones float at (their ``.blend`` stores the object at z = 0.118; CLEVR's
+#: ``utils.add_object`` moves it up by r and CLEVR-POC's ``blender.py`` ``add_object`` then resets x and y
+#: only: ``obj.location = Vector((x, y, obj.location[2]))``).
+OFFICIAL_CONE_LIFT = 0.118
+
 OFFICIAL = RenderStyle(
     name="official", camera="official", width=320, height=320, camera_jitter=0.0, light_jitter=0.0,
     lights=OFFICIAL_LIGHTS, world_rgb=(0.0509, 0.0509, 0.0509), world_strength=0.0, ground_rgb=None,
-    shaders="official", colour_space="linear", meshes="official", shrink_cube=False)
+    shaders="official", colour_space="linear", meshes="official", shrink_cube=False,
+    sun=OFFICIAL_SUN, backdrop=OFFICIAL_BACKDROP, cone_lift=OFFICIAL_CONE_LIFT)
 
 OURS = RenderStyle(
     name="ours", camera="ours", width=320, height=240, camera_jitter=0.5, light_jitter=1.0,
