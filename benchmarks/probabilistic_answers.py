@@ -90,6 +90,15 @@ def summary(records: list[dict]) -> dict:
             "jaccard": sum(r.jaccard for r in results) / len(results),
             "calibration": calibration.to_json() if calibration else None}
     timed = [r for r in records if "map_decode_s" in r]     # records with the warmed-up timing
+    out["by_k"] = {}
+    for k in (1, 2, 4, 8, 16):       # the k best are a prefix of the 16 best: truncate and renormalise
+        truncated = [{**r, "answers": r["answers"][:k], "probabilities": [p / sum(r["probabilities"][:k])
+                                                                          for p in r["probabilities"][:k]]}
+                     for r in records]
+        results = _results(truncated, AnswerRule.MAP)
+        calibration = calibration_report(results)
+        out["by_k"][k] = {"exact_accuracy": sum(r.exact for r in results) / len(results), "ece": calibration.ece,
+                          "at_90_coverage_exact": calibration.at_coverage.exact_accuracy}
     ratios = [r["topk_s"] / r["map_s"] for r in timed if r["map_s"] > 0]
     out["crisp_exact_accuracy"] = sum(exact_match(r["gold"], r["crisp"]) for r in records) / len(records)
     out["scenes_per_question"] = statistics.mean(len(r["answers"]) for r in records)
