@@ -21,7 +21,7 @@ given scene (``scene_source="given"``) the distribution is that one scene with p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError, UnsafeProgramError
 from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, DEFAULT_MIN_RATIO
@@ -149,31 +149,21 @@ class ProbabilisticPipeline(Pipeline):
         reason = self.reasoner.explain_distribution if explain else self.reasoner.answer_distribution
         return reason(env, distribution, checked, self.settings.rule)
 
-    def predict_batch(self, examples: Sequence[Any]) -> list["Prediction"]:
-        """:meth:`Pipeline.predict_batch` over scene distributions: each prediction's ``values`` are the
-        rule's set, with ``confidence`` and ``marginals`` (failures as there)."""
+    def _predict_example(self, example: Any, query: str) -> "Prediction":
+        """:meth:`Pipeline.predict_batch`'s prediction over the scene distribution: ``values`` are the rule's
+        set, with ``confidence`` and ``marginals`` (failures as there)."""
         from clevr_poc.evaluation.report import Prediction
 
-        examples = list(examples)
-        out = []
-        for example, query in zip(examples, self._example_queries(examples)):
-            if isinstance(query, Prediction):
-                out.append(query)
-                continue
-            try:
-                distribution = self.distribution_of(example)
-            except ClevrPocError as exc:
-                out.append(Prediction(None, f"perception failed: {str(exc)[:160]}", query))
-                continue
-            try:
-                result = self.reasoner.answer_distribution(example.environment, distribution, query,
-                                                           self.settings.rule)
-            except (UnsafeProgramError, SolverTimeoutError, FormatError) as exc:
-                out.append(Prediction(None, f"{type(exc).__name__}: {str(exc)[:160]}", query))
-                continue
-            out.append(Prediction(result.values, None, query, result.confidence,
-                                  tuple((m.value, m.probability) for m in result.marginals)))
-        return out
+        try:
+            distribution = self.distribution_of(example)
+        except ClevrPocError as exc:
+            return Prediction(None, f"perception failed: {str(exc)[:160]}", query)
+        try:
+            result = self.reasoner.answer_distribution(example.environment, distribution, query, self.settings.rule)
+        except (UnsafeProgramError, SolverTimeoutError, FormatError) as exc:
+            return Prediction(None, f"{type(exc).__name__}: {str(exc)[:160]}", query)
+        return Prediction(result.values, None, query, result.confidence,
+                          tuple((m.value, m.probability) for m in result.marginals))
 
 
 __all__ = ["DistributionSettings", "ProbabilisticPipeline"]
