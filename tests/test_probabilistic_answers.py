@@ -165,3 +165,30 @@ def test_conditioning_on_the_question_having_an_answer():
     crisp = Reasoner().answer_distribution(ENV, distribution, QUERY, presuppose_answer=False)
     assert crisp.values == frozenset() and crisp.confidence == pytest.approx(0.7)
     assert crisp.probability("red") == pytest.approx(0.3)
+
+
+def test_from_pixels_the_first_scene_is_the_map_decode_and_the_answer_is_sure():
+    """The shipped model on the two fixture images: the ranked decode's first scene is constraint-aware
+    decoding's, and the answer over the scenes is the gold answer with confidence > 0.9."""
+    pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    from pathlib import Path
+
+    from clevr_poc.dataset_reader import load_dataset
+    from clevr_poc.perception import Perception
+    from clevr_poc.perception.cameras import camera_spec
+
+    root = Path(__file__).resolve().parent
+    perception = Perception.from_pretrained(root.parent / "models" / "perception", device="cpu")
+    for example in load_dataset(root / "fixtures" / "perception" / "dataset", "test"):
+        image, camera = perception.camera_for(example.image_path, camera_spec(example.partial_scene, "auto",
+                                                                              source=example.image_path))
+        detections = perception.detect(image, camera)
+        distribution = perception.decode_distribution(detections, camera, example.environment)
+        crisp = perception.decode(detections, camera, example.environment)
+        assert distribution.map_scene.to_asp_facts() == crisp.to_asp_facts()
+        assert 1 <= len(distribution) <= 16 and sum(distribution.probabilities) == pytest.approx(1.0)
+        assert distribution.probabilities[0] > 0.9
+        result = Reasoner().explain_distribution(example.environment, distribution, example.question.asp_query,
+                                                 "most-probable-set")
+        assert result.values == example.question.answer and result.confidence > 0.9
