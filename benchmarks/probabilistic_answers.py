@@ -34,7 +34,7 @@ from clevr_poc.reasoning import Reasoner  # noqa: E402
 from clevr_poc.reasoning.answer_distribution import choose, conditioned, set_probabilities  # noqa: E402
 
 
-def _record(perception, reasoner: Reasoner, example, k: int) -> dict:
+def _record(perception, reasoner: Reasoner, example, k: int, timed: bool = True) -> dict:
     from clevr_poc.perception.cameras import camera_spec
 
     camera = camera_spec(example.partial_scene, "auto", source=getattr(example, "scene_path", None) or example.image_path)
@@ -43,6 +43,14 @@ def _record(perception, reasoner: Reasoner, example, k: int) -> dict:
     detections = perception.detect(array, cam)
     detect_s = time.perf_counter() - started
     env, query = example.environment, example.question.asp_query
+    if not timed:      # the crisp answer is that of the first (MAP) scene, without the presupposition
+        distribution = perception.decode_distribution(detections, cam, env, k=k)
+        result = reasoner.answer_distribution(env, distribution, query, presuppose_answer=False)
+        return {"key": example.question.image_filename, "gold": sorted(example.question.answer),
+                "attribute": result.answer.attribute, "crisp": sorted(result.scene_answers[0]),
+                "answers": [sorted(a) for a in result.scene_answers],
+                "probabilities": list(result.scene_probabilities), "values": [m.value for m in result.marginals],
+                "complete": distribution.complete, "detect_s": detect_s}
     times = [time.perf_counter()]
     scene = perception.decode(detections, cam, env)
     times.append(time.perf_counter())
@@ -52,7 +60,7 @@ def _record(perception, reasoner: Reasoner, example, k: int) -> dict:
     times.append(time.perf_counter())
     distribution = perception.decode_distribution(detections, cam, env, k=k)
     times.append(time.perf_counter())
-    result = reasoner.answer_distribution(env, distribution, query)
+    result = reasoner.answer_distribution(env, distribution, query, presuppose_answer=False)
     times.append(time.perf_counter())
     map_decode_s, map_answer_s = times[1] - times[0], times[3] - times[2]
     topk_decode_s, topk_answer_s = times[4] - times[3], times[5] - times[4]
@@ -100,6 +108,7 @@ def summary(records: list[dict]) -> dict:
         out["by_k"][k] = {"exact_accuracy": sum(r.exact for r in results) / len(results), "ece": calibration.ece,
                           "at_90_coverage_exact": calibration.at_coverage.exact_accuracy}
     ratios = [r["topk_s"] / r["map_s"] for r in timed if r["map_s"] > 0]
+    out["questions_timed"] = len(timed)
     out["crisp_exact_accuracy"] = sum(exact_match(r["gold"], r["crisp"]) for r in records) / len(records)
     out["scenes_per_question"] = statistics.mean(len(r["answers"]) for r in records)
     out["uncertain_questions"] = sum(1 for r in records if len({tuple(a) for a in r["answers"]}) > 1)
@@ -122,6 +131,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--wait", action="store_true", help="wait for images not rendered yet")
+    parser.add_argument("--shard", default="0/1", metavar="I/N", help="only the questions whose index is I mod N")
+    parser.add_argument("--time-every", type=int, default=1, metavar="T",
+                        help="time the MAP decode against the k-best decode on every T-th question only")
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument("--out", help="folder for summary.json and the plots")
     args = parser.parse_args()
@@ -139,7 +151,10 @@ def main() -> None:
         dataset = load_dataset(args.dataset, args.split)
         records_path.parent.mkdir(parents=True, exist_ok=True)
         with records_path.open("a") as handle:
+            shard, shards = (int(x) for x in args.shard.split("/"))
             for index in range(min(len(dataset), args.limit or len(dataset))):
+                if index % shards != shard:
+                    continue
                 example = dataset[index]
                 if example.question.image_filename in done:
                     continue
@@ -148,7 +163,7 @@ def main() -> None:
                     example = load_dataset(args.dataset, args.split)[index]
                 if example.image_path is None:
                     continue
-                record = _record(perception, reasoner, example, args.k)
+                record = _record(perception, reasoner, example, args.k, timed=index % args.time_every == 0)
                 records.append(record)
                 handle.write(json.dumps(record) + "\n")
                 handle.flush()
