@@ -73,9 +73,11 @@ class ProbabilisticPipeline(Pipeline):
     @classmethod
     def from_pipeline(cls, pipeline: Pipeline, settings: DistributionSettings | None = None) -> "ProbabilisticPipeline":
         """The same perception, parser, reasoner and camera source as ``pipeline``, answering with probabilities."""
+        settings = settings or DistributionSettings()
         return cls(pipeline.perception, pipeline.parser, reasoner=pipeline.reasoner,
                    constraint_decoding=pipeline.constraint_decoding, parser_name=pipeline.parser_name,
-                   camera_source=pipeline.camera_source, settings=settings, name=None)
+                   camera_source=pipeline.camera_source, settings=settings,
+                   name=f"{pipeline.name} [{settings.rule.value}, k={settings.k}]")
 
     @classmethod
     def from_pretrained(cls, path_or_name: Any = None, *, k: int = DEFAULT_K, rule: AnswerRule | str = AnswerRule.MAP,
