@@ -113,8 +113,11 @@ def answer_distribution(reasoner: "Reasoner", environment: "Environment", distri
     checked = reasoner.sanitize(query)
     crisp = [reasoner.answer(environment, scene, checked) for scene in distribution.scenes]
     answers = tuple(a.values for a in crisp)
-    weights, evidence = (conditioned(answers, distribution.probabilities) if presuppose_answer
-                         else (tuple(distribution.probabilities), sum(w for a, w in zip(answers, distribution.probabilities) if a)))
+    if presuppose_answer:
+        weights, evidence = conditioned(answers, distribution.probabilities)
+    else:
+        weights = tuple(distribution.probabilities)
+        evidence = sum(w for a, w in zip(answers, weights) if a)
     chosen = choose(rule, answers, weights)
     sets = set_probabilities(answers, weights)
     attribute = checked.attribute

@@ -157,15 +157,16 @@ class Reasoner:
         return answer_distribution(self, environment, distribution, query, rule, presuppose_answer=presuppose_answer)
 
     def explain_distribution(self, environment: Environment, distribution, query: QueryLike, rule="map"):
-        """:meth:`answer_distribution` with the MAP scene's :class:`~clevr_poc.answer.Explanation` and the
-        perceived facts the answer hangs on (``alternatives``,
+        """:meth:`answer_distribution` with the :class:`~clevr_poc.answer.Explanation` of the most probable
+        scene that answers the question and the perceived facts the answer hangs on (``alternatives``,
         :func:`~clevr_poc.reasoning.answer_distribution.perceived_alternatives`)."""
         from dataclasses import replace
 
         from clevr_poc.reasoning.answer_distribution import answer_distribution, perceived_alternatives
 
         result = answer_distribution(self, environment, distribution, query, rule)
-        explained = self.explain(environment, distribution.map_scene, query)
+        first = next((i for i, w in enumerate(result.scene_probabilities) if w > 0), 0)   # MAP after conditioning
+        explained = self.explain(environment, distribution.scenes[first], query)
         return replace(result, answer=replace(result.answer, explanation=explained.explanation),
                        alternatives=perceived_alternatives(distribution, result))
 
