@@ -33,7 +33,8 @@ import torch  # noqa: E402
 
 from clevr_poc.dataset_reader import load_dataset  # noqa: E402
 from clevr_poc.perception import Perception  # noqa: E402
-from clevr_poc.perception.rendered_truth import image_truth, load_image  # noqa: E402
+from clevr_poc.image_files import read_rgb  # noqa: E402
+from clevr_poc.perception.rendered_truth import image_truth  # noqa: E402
 
 
 def main() -> None:
@@ -52,7 +53,7 @@ def main() -> None:
     items = []
     for e in examples:
         truth = image_truth(e.partial_scene, e.image_path, camera_source=args.camera, scene_path=e.scene_path)
-        items.append((load_image(e.image_path), truth.camera, e.environment))
+        items.append((read_rgb(e.image_path), truth.camera, e.environment))
     if len(items) < 2:
         raise SystemExit("need at least 2 rendered images")
     sizes = sorted({f"{image.shape[1]}x{image.shape[0]}" for image, _, _ in items[1:]})

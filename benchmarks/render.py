@@ -5,6 +5,7 @@
     python benchmarks/render.py --quality --style ours  # the same for our former look
     python benchmarks/render.py --eevee               # + EEVEE (software OpenGL when there is no GPU)
     python benchmarks/render.py --figures docs/images # + the pictures of docs/rendering.md
+    python benchmarks/render.py --assets DATA_DIR     # + the official asset files' path, as a ratio to the defaults
 
 Needs ``bpy`` (``pip install 'clevr-poc[render]'``). Scenes: 5-9 objects with random attributes placed
 uniformly in their regions (no overlap, every object visible), fixed seeds. Times are wall clock of
@@ -183,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eevee", action="store_true", help="also time EEVEE")
     parser.add_argument("--figures", type=Path, default=None, help="write the docs pictures to this folder")
     parser.add_argument("--keep", type=Path, default=None, help="keep the renders in this folder")
+    parser.add_argument("--assets", type=Path, default=None,
+                        help="also time render --assets DATA_DIR (the official files) on the same scenes")
+    parser.add_argument("--assets-quality", action="store_true",
+                        help="with --assets: PSNR/SSIM of the assets path at the default samples vs 512 samples "
+                             "with the official settings, both with the files")
     args = parser.parse_args(argv)
     try:
         import bpy  # noqa: F401
@@ -220,6 +226,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ratio official / defaults: {official_mean / default_mean:.1f}x wall, "
               f"{statistics.mean(official_cpu) / statistics.mean(default_cpu):.1f}x CPU")
         print("(CPU seconds are less sensitive than wall clock to other processes sharing the machine)")
+
+    if args.assets is not None:
+        render_scene(scenes[0], out / "warmup_assets.png", seed=0, assets=args.assets)  # reads the files once
+        print(f"\n--assets {args.assets}: the official files, {DEFAULT_SAMPLES} samples + OIDN (files read once per "
+              "process; the first render above did it)")
+        assets_times, assets_cpu = time_renders(scenes[:args.images], out, "assets", assets=args.assets)
+        print(f"seconds per image, --assets: {statistics.mean(assets_times):.2f} wall, "
+              f"{statistics.mean(assets_cpu):.2f} CPU; ratio --assets / procedural {args.style}: "
+              f"{statistics.mean(assets_times) / default_mean:.2f}x wall, "
+              f"{statistics.mean(assets_cpu) / statistics.mean(default_cpu):.2f}x CPU (load average {load_average()})")
+        if args.assets_quality:
+            values = []
+            for k, scene in enumerate(scenes[:args.images]):
+                reference = out / f"assets_512_{k}.png"
+                render_scene(scene, reference, seed=k, assets=args.assets, **OFFICIAL)
+                values.append((psnr(out / f"assets_{k}.png", reference), ssim(out / f"assets_{k}.png", reference)))
+            print(f"--assets at {DEFAULT_SAMPLES} samples + OIDN vs 512 samples (official settings), "
+                  f"{len(values)} scenes: PSNR {statistics.mean(v[0] for v in values):.2f} dB, "
+                  f"SSIM {statistics.mean(v[1] for v in values):.4f}")
 
     if args.quality:
         quality(args.style, args.quality_images, out, args.reference_cache, args.fresh_references)

@@ -13,7 +13,6 @@ import numpy as np
 
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
-from clevr_poc.model_folders import PipelineError
 from clevr_poc.scene import Scene
 
 
@@ -51,48 +50,19 @@ def as_scene(scene: Any) -> Scene:
 
 
 def as_image(image: Any) -> np.ndarray:
-    """The image as a writable, C-contiguous uint8 array of shape (H, W, 3), RGB.
+    """The image as a writable, C-contiguous uint8 array of shape (H, W, 3), RGB
+    (:func:`clevr_poc.image_files.as_rgb_array`, the library's one image reader).
 
     Accepts a file path (PNG, JPEG, ...), a PIL image, or a numpy array (H, W, 3) / (H, W, 4) of uint8
     (0-255) or floats in [0, 1] (alpha dropped).
 
     Raises:
-        FormatError: None, another type, a missing or unreadable file, a bad shape or dtype.
+        clevr_poc.image_files.ImageFileError: None, another type, a missing or unreadable file, a bad
+            shape or dtype, an image over the size caps.
     """
-    if isinstance(image, (str, os.PathLike)):
-        path = Path(image)
-        if not path.is_file():
-            raise FormatError("image file not found", source=path, field="image")
-        try:
-            from PIL import Image, UnidentifiedImageError
-        except ImportError:
-            raise PipelineError("reading image files needs Pillow: pip install 'clevr-poc[vision]'") from None
-        try:
-            with Image.open(path) as opened:
-                return np.array(opened.convert("RGB"), dtype=np.uint8)
-        except (UnidentifiedImageError, OSError) as exc:
-            raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path,
-                              field="image") from None
-    if hasattr(image, "convert") and hasattr(image, "size") and hasattr(image, "mode"):  # PIL.Image.Image
-        return np.array(image.convert("RGB"), dtype=np.uint8)
-    if isinstance(image, np.ndarray):
-        array = image
-        if array.ndim == 3 and array.shape[2] == 4:
-            array = array[:, :, :3]
-        if array.ndim != 3 or array.shape[2] != 3 or array.shape[0] < 1 or array.shape[1] < 1:
-            raise FormatError("an image array must have shape (H, W, 3) (RGB) or (H, W, 4) (RGBA)", field="image",
-                              value=tuple(image.shape))
-        if array.dtype == np.uint8:
-            return np.ascontiguousarray(array) if array.flags.writeable else np.array(array)
-        if np.issubdtype(array.dtype, np.floating):
-            if not np.isfinite(array).all() or array.min() < 0 or array.max() > 1:
-                raise FormatError("a float image array must hold finite values in [0, 1]", field="image",
-                                  value=str(array.dtype))
-            return np.ascontiguousarray((array * 255).round().astype(np.uint8))
-        raise FormatError("an image array must be uint8 (0-255) or float in [0, 1]", field="image",
-                          value=str(array.dtype))
-    raise FormatError("an image is a file path, a PIL image or a numpy array (H, W, 3) uint8", field="image",
-                      value=type(image).__name__)
+    from clevr_poc.image_files import as_rgb_array
+
+    return as_rgb_array(image)
 
 
 # ====================================================================== inputs of one question

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from clevr_poc import domain
 from clevr_poc._io import atomic_write_json, read_json
-from clevr_poc.errors import FormatError
+from clevr_poc.errors import FormatError, UnsafeProgramError
 from clevr_poc.scene import _file_name
 
 if TYPE_CHECKING:
     from clevr_poc.queries.sanitizer import SanitizedQuery
 
-_QUERY_ATTRIBUTE = re.compile(r"hasProperty\(\s*([A-Z][A-Za-z0-9_]*)\s*,\s*(color|shape|size|material)\s*,\s*Q\s*\)")
 
 _KNOWN = ("split", "image_filename", "image_index", "question", "program", "asp_query", "answer",
           "object_interest", "template_filename", "question_family_index", "question_index",
@@ -82,7 +80,7 @@ class Question:
     @functools.cached_property
     def query(self) -> "SanitizedQuery":
         """The checked form of ``asp_query`` (:func:`clevr_poc.queries.sanitizer.sanitize_query`, default
-        settings: head renamed, at most ``MAX_OBJECT_VARIABLES`` object variables), computed once.
+        settings: head renamed, at most ``MAX_QUERY_OBJECT_VARIABLES`` object variables), computed once.
 
         Raises:
             UnsafeProgramError: ``asp_query`` is outside the query language (the one-line reason).
@@ -93,9 +91,12 @@ class Question:
 
     @property
     def query_attribute(self) -> str | None:
-        """The queried attribute read from the ASP query (``hasProperty(X,<attr>,Q)``), or None."""
-        match = _QUERY_ATTRIBUTE.search(self.asp_query)
-        return match.group(2) if match else None
+        """The queried attribute of the checked query (:attr:`query`: the first ``hasProperty(X,<attr>,Q)``
+        with Q the head variable), or None (none there, or ``asp_query`` outside the query language)."""
+        try:
+            return self.query.attribute
+        except UnsafeProgramError:
+            return None
 
     @classmethod
     def from_json(cls, data: Any, *, source: object = None) -> "Question":

@@ -285,13 +285,14 @@ class Scene:
         for every j in ``relationships[rel][i]`` (SEMANTICS: scene facts). ``object/1`` facts are not
         emitted: the environment's ``object(0..N-1)`` declares every object, the hidden one included.
 
-        The text of the symbols the solver gets (:func:`clevr_poc.solver.programs.scene_fact_groups`):
+        The text of the symbols the solver gets (:func:`clevr_poc.solver.programs.scene_fact_groups`,
+        formatted by :func:`~clevr_poc.solver.programs.scene_facts_text` without making them):
         one line per object (``hasProperty(0,color,red). ... at(0,1).``), then one per relation row, each
         line ending in a newline (an empty scene: one newline).
         """
-        from clevr_poc.solver.programs import facts_text, scene_fact_groups  # clingo only when needed
+        from clevr_poc.solver.programs import scene_facts_text  # clingo only when needed
 
-        return "\n".join(facts_text(group) for group in scene_fact_groups(self)) + "\n"
+        return scene_facts_text(self)
 
     # ------------------------------------------------------------------ derived scenes
     def without_object(self, index: int) -> "Scene":

@@ -57,7 +57,7 @@ def test_user_message_puts_images_before_the_text():
 @pytest.mark.parametrize("url, match", [
     ("https://example.com/cat.png", "only data:image"),
     ("data:image/png;base64,@@@@", "not valid base64"),
-    ("data:image/png;base64," + base64.b64encode(b"not an image at all").decode(), "not a decodable image"),
+    ("data:image/png;base64," + base64.b64encode(b"not an image at all").decode(), "cannot read the image"),
     ("data:image/png;base64,", "empty image"),
     (42, "must be a string"),
 ])

@@ -444,3 +444,20 @@ def test_evaluate_breaks_answers_down_by_family_and_occlusion():
     assert sum(v["n"] for v in parts["recall_by_visibility"].values()) == detection["true_positives"] + detection["false_negatives"]
     found = sum(round(v["n"] * v["accuracy"]) for v in parts["recall_by_visibility"].values())
     assert found == detection["true_positives"]
+
+
+@vision
+def test_detector_batch_puts_boxes_and_labels_on_the_training_device():
+    # a CUDA run on a lent GPU failed: labels were made on the CPU beside boxes on the GPU (torchvision's
+    # RoIHeads indexes one with the other); "meta" stands in for any non-CPU device here
+    import torch
+
+    from clevr_poc.perception.models import ModelConfig
+    from clevr_poc.perception.perception_training import TrainConfig, TrainingData, _detector_batch
+
+    data = TrainingData.load(FIXTURE, "test", ModelConfig())
+    images, targets = _detector_batch(data, [0], torch.Generator().manual_seed(0), device="meta",
+                                      train=TrainConfig(exposure_jitter=0.5, gamma_jitter=0.3))
+    assert images[0].device.type == "meta"
+    assert targets[0]["boxes"].device.type == targets[0]["labels"].device.type == "meta"
+    assert targets[0]["labels"].shape == (len(data.records[0].objects),)

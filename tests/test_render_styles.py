@@ -319,3 +319,13 @@ def test_official_style_renders_the_grey_backdrop_lit_by_the_sun(bpy, tmp_path):
     # the release's images: a grey backdrop at the top of the frame (mean about 100 of 255), not a black sky
     assert 80 < official[:8].mean() < 140 and official.mean() > 90
     assert dark[:8].mean() < 15
+
+
+def test_demo_refuses_a_bad_assets_folder_before_any_work(bpy, tmp_path, capsys):
+    pytest.importorskip("torch")  # the demo checks its extras first (the render-only venv has no torch)
+    pytest.importorskip("torchvision")
+    out = tmp_path / "demo"
+    assert main(["demo", "--assets", str(tmp_path / "nowhere"), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "not a folder" in err[0]
+    assert not (out / "dataset").exists()

@@ -16,6 +16,7 @@ from clevr_poc.environments import Environment
 from clevr_poc.errors import FormatError, SolverTimeoutError, UnsafeProgramError
 from clevr_poc.examples import load_example
 from clevr_poc.knowledge import read_asp
+from clevr_poc.queries import Atom, Constant, Inequality, Number, Variable
 from clevr_poc.reasoning import Reasoner, SanitizedQuery, sanitize_query
 from clevr_poc.scene import Scene
 
@@ -165,25 +166,49 @@ def test_show_lines_are_optional_and_kept(tmp_path):
 
 
 # ---------------------------------------------------------------- 11: a hand-built SanitizedQuery
+# (#23: the query is a typed value, printed from its parts; a value made from parts is checked when made,
+# so no text of its own can reach clingo and no field can disagree with its text)
+_X, _Q = Variable("X"), Variable("Q")
+_SIZE = Atom("hasProperty", (_X, Constant("size"), _Q))
+
+
+@pytest.mark.parametrize("head, body, words", [
+    (_Q, (Atom("hasProperty", (_X, Constant('size). #include "extra.lp'), _Q)),), "is not a variable, a constant"),
+    (_Q, (_SIZE, Atom('#include "extra.lp"', ())), "predicate #include \"extra.lp\"/0 is not allowed"),
+    (_Q, (Atom("hasProperty", (Variable("X) :- p(X"), Constant("size"), _Q)),), "is not a variable, a constant"),
+    (_Q, (Atom("hasProperty", ("X", "size", "Q")),), "is not a variable, a constant"),
+    (_Q, (_SIZE, Inequality(_X, Number(-1))), "is not a variable, a constant"),
+    (_Q, (_SIZE, Inequality(_X, Number(100))), "number 100 out of range 0..99"),
+    (_Q, (_SIZE, Inequality(_X, Constant("red"))), "'red' in X != red is not an object"),
+    ("Q", (_SIZE,), "the head argument must be a variable"),
+    (Variable("P"), (_SIZE,), "head variable P does not occur in the body"),
+    (_Q, (), "non-empty tuple"),
+])
+def test_hand_built_sanitized_query_is_checked_when_made(head, body, words):
+    with pytest.raises(UnsafeProgramError) as info:
+        SanitizedQuery(head, body)
+    assert words in str(info.value)
+
+
 @pytest.mark.parametrize("mode", Reasoner.MODES)
-def test_hand_built_sanitized_query_is_checked_again(mode, tmp_path):
-    included = write(tmp_path, "missing(pwned).\n", "extra.lp")
-    forged = SanitizedQuery(f'#include "{included}".\nmissing(Q) :- hasProperty(X,size,Q).', "Q",
-                            ("hasProperty(X,size,Q)",), "size", (("hasProperty", ("X", "size", "Q")),))
-    environment, scene, _ = load_example("appendix_a")
-    reasoner = Reasoner(mode=mode)
-    with pytest.raises(UnsafeProgramError, match="'#include' is not allowed"):
-        reasoner.answer(environment, scene, forged)
-    assert reasoner.counts == {"compiled": 0, "direct": 0}
-
-
-def test_sanitized_query_fields_come_from_its_text():
-    """A SanitizedQuery whose atoms disagree with its text is answered by its (checked) text."""
+def test_sanitized_query_fields_come_from_its_parts(mode):
+    """Text, literals and attribute are printed from the parts: a value made from the parts of a checked
+    query is that query, and the Reasoner answers it as such."""
     environment, scene, question = load_example("appendix_a")
     genuine = sanitize_query(question.asp_query)
-    forged = SanitizedQuery(genuine.text, genuine.head_variable, (), "color", (("hasProperty", ("X", "color", "Q")),))
-    answer = Reasoner().answer(environment, scene, forged)
+    rebuilt = SanitizedQuery(genuine.head, genuine.body)
+    assert rebuilt == genuine and rebuilt.text == genuine.text and rebuilt.attribute == "size"
+    answer = Reasoner(mode=mode).answer(environment, scene, rebuilt)
     assert answer.values == frozenset({"small", "medium"}) and answer.attribute == "size"
+
+
+def test_reasoner_bounds_the_object_variables_of_a_typed_query():
+    """A value made from parts has no object-variable bound of its own; the Reasoner applies its own."""
+    seven = SanitizedQuery(_Q, tuple(Atom("hasProperty", (Variable(f"X{i}"), Constant("color"), _Q))
+                                     for i in range(7)))
+    with pytest.raises(UnsafeProgramError, match="more than 6 object variables"):
+        Reasoner().answer(Environment((), 8), Scene(()), seven)
+    assert Reasoner(max_object_variables=7).sanitize(seven) is seven
 
 
 # ---------------------------------------------------------------- minor defects

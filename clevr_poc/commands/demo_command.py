@@ -78,6 +78,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="random seed of generation and rendering (default: 0)")
     parser.add_argument("--samples", type=int, default=8, metavar="N",
                         help="render samples per pixel (default: 8; Cycles + denoiser)")
+    parser.add_argument("--assets", default=None, metavar="DATA_DIR",
+                        help="render with the official image generator's data/ folder (base_scene.blend, shapes/, "
+                             "materials/; read, never copied) instead of the procedural official look")
     parser.add_argument("--models", default=None, metavar="DIR",
                         help="models folder with perception/ and parser_bilstm/ (default: the repository's models/)")
     parser.add_argument("--argmax-decoding", action="store_true",
@@ -176,8 +179,15 @@ def run(args: argparse.Namespace) -> int:
     timings: dict[str, float] = {}
     started = time.perf_counter()
 
-    # check the checkpoints before spending minutes on data (loading comes after rendering: bpy first)
+    # check the checkpoints and the asset folder before spending minutes on data (loading comes after
+    # rendering: bpy first)
     check_checkpoints(models)
+    if args.assets is not None:
+        from clevr_poc.rendering.assets import find_assets
+
+        find_assets(args.assets)
+    look = (f"the official asset files in {args.assets}" if args.assets is not None
+            else "the procedural official look (the release's: 320x320, official camera, lights, backdrop, shaders)")
 
     total = args.environments * args.questions
     _say(f"[1/4] generating {args.environments} environments x {args.questions} questions into {dataset_dir}")
@@ -188,11 +198,11 @@ def run(args: argparse.Namespace) -> int:
                      seed=args.seed, splits={SPLIT: 1.0}, progress=progress)
     timings["generate"] = time.perf_counter() - clock
 
-    _say(f"[2/4] rendering {total} partial scenes with Blender ({args.samples} samples per pixel)")
+    _say(f"[2/4] rendering {total} partial scenes with Blender ({args.samples} samples per pixel; {look})")
     clock = time.perf_counter()
     from clevr_poc.rendering.batch_render import render_dataset
 
-    summary = render_dataset(dataset_dir, samples=args.samples, seed=args.seed, progress=progress)
+    summary = render_dataset(dataset_dir, samples=args.samples, seed=args.seed, progress=progress, assets=args.assets)
     timings["render"] = time.perf_counter() - clock
     if summary.invisible:
         _say(f"      note: {len(summary.invisible)} image(s) have an object under the pixel minimum")
@@ -223,7 +233,8 @@ def run(args: argparse.Namespace) -> int:
 
     settings = {"environments": args.environments, "questions_per_environment": args.questions,
                 "questions": len(examples), "seed": args.seed, "samples": args.samples,
-                "decoding": "argmax" if args.argmax_decoding else "constraints", "models": str(models)}
+                "decoding": "argmax" if args.argmax_decoding else "constraints", "models": str(models),
+                "look": look}
     if example and example["json"]["image"]:
         example["image_link"] = Path(os.path.relpath(example["json"]["image"], report_dir)).as_posix()
     text = demo_markdown(settings, reports, perception, example, timings, sorted(written))
@@ -362,7 +373,8 @@ def demo_markdown(settings: Mapping[str, Any], reports: Mapping[str, Any], perce
     lines = [
         "# clevr_poc demo: a small benchmark answered from pixels", "",
         f"Generated {settings['environments']} environments x {settings['questions_per_environment']} questions "
-        f"(seed {settings['seed']}), rendered with Blender ({settings['samples']} samples per pixel), answered by "
+        f"(seed {settings['seed']}), rendered with Blender ({settings['samples']} samples per pixel; "
+        f"{settings.get('look', 'the procedural official look')}), answered by "
         f"perception ({'constraint-aware' if settings['decoding'] == 'constraints' else 'argmax'} decoding) + the BiLSTM question parser + clingo. Two references "
         f"isolate the errors: `{GOLD_SCENE_MODEL}` (the parser's errors only) and `{GOLD_MODEL}` (the labelling "
         "pipeline; 1.0 by construction).", "",

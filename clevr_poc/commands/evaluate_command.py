@@ -125,9 +125,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                           "(CUDA when present), cpu, cuda, cuda:N")
     vlm.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                      help="transformers:MODEL backends: auto = bf16/fp16 on CUDA, float32 on the CPU")
-    clip = parser.add_argument_group("clip-nl / clip-asp / clip-none")
-    clip.add_argument("--allow-missing-images", action="store_true",
-                      help="use a blank placeholder for unrendered images (default: error naming the file)")
+    parser.add_argument("--allow-missing-images", action="store_true",
+                        help="models that read images (ns-vqa --scene perception, vlm, clip-*): score a question "
+                             "whose image is missing or unreadable as a failure, its cause printed and in the "
+                             "report (default: stop with an error naming the file)")
     probabilistic = parser.add_argument_group("ns-vqa answers with probabilities (issue #24)")
     probabilistic.add_argument("--answer-rule", choices=("map", "most-probable-set", "expected-jaccard"),
                                help="answer over the k most probable consistent scenes and pick the set by this rule; "
@@ -329,6 +330,25 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_output_file(args.checkpoint, "--checkpoint")
 
 
+def _reads_images(args: argparse.Namespace) -> bool:
+    return (args.model in CLIP_MODELS or args.model == "vlm"
+            or (args.model == "ns-vqa" and args.scene == "perception"))
+
+
+def _image_failures(args: argparse.Namespace, examples: list[Any]) -> dict[int, str] | None:
+    """For models that read images: the questions whose image is missing or unreadable, each printed
+    (:mod:`clevr_poc.evaluation.image_checks`; without --allow-missing-images the first one is an error).
+    None for models that read no image."""
+    if not _reads_images(args):
+        return None
+    from clevr_poc.evaluation.image_checks import check_images
+
+    failures = check_images(examples, args.dataset, allow_missing=args.allow_missing_images)
+    for cause in failures.values():
+        print(f"image failure (scored as a failure): {cause}")
+    return failures
+
+
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.evaluation import evaluate, score_predictions, write_outputs
 
@@ -350,11 +370,18 @@ def run(args: argparse.Namespace) -> int:
         except FormatError as exc:
             raise FormatError(str(exc), source=args.predictions) from None
     else:
+        image_failures = _image_failures(args, examples)  # before any model is loaded
         model = _model(args)
+        if image_failures:
+            from clevr_poc.evaluation.image_checks import ImageCheckedModel
+
+            runner = ImageCheckedModel(model, image_failures)
+        else:
+            runner = model
         clip = args.model in CLIP_MODELS  # --checkpoint is the model folder, not a predictions file
         cached = 0 if clip or not args.checkpoint else _cached(args.checkpoint, model, examples)
         started = time.perf_counter()
-        report = evaluate(model, examples, progress=args.progress, split=args.split,
+        report = evaluate(runner, examples, progress=args.progress, split=args.split,
                           parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
                           batch_size=_batch_size(args))
         seconds = time.perf_counter() - started
@@ -363,6 +390,8 @@ def run(args: argparse.Namespace) -> int:
                  "seconds_per_question": round(seconds / asked, 4) if asked else None}
         if cached:
             extra["from_checkpoint"] = cached
+        if image_failures is not None:
+            extra["image_failures"] = len(image_failures)
         if args.model == "ns-vqa" and args.query != "gold":
             extra["program_accuracy"] = _program_accuracy(report, examples)
             accuracy = extra["program_accuracy"]

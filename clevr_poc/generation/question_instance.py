@@ -18,10 +18,12 @@ from clevr_poc.generation.template_files import (
     DESCRIPTION_ORDER, OBJECT_NODES, OPTIONAL_WORDS, TEXT_SLOT, QuestionTemplate,
 )
 from clevr_poc.queries.official_form import to_official_form
+from clevr_poc.queries.query import Atom, Constant, Inequality, Literal, Number, SanitizedQuery, Term, Variable
 from clevr_poc.scene import Scene
 
 #: ASP variable names: the query object is X, references follow by distance from it.
 VARIABLES: tuple[str, ...] = ("X", "Y", "Z", "W", "V", "U", "T")
+_ANSWER = Variable("Q")
 
 
 @dataclass
@@ -53,14 +55,14 @@ def asp_query(instance: Instance) -> str:
     among equals: ``single_and``'s ``<R2>`` reference is Y1), and every pair of object variables is
     distinct (``X!=Y1, Y1!=Y2, X!=Y2``, ...), as the official generator writes them.
     """
-    literals = [f"hasProperty(X,{instance.template.query_attribute},Q)"]
+    literals: list[Literal] = [_answer_literal(instance)]
     literals += _description_literals(instance)
     # links ordered by their child's variable (X, Y, Z, W: by hop, text order among equals), so
     # that to_official_form numbers the references in that order
     links = _structure_literals(instance, pinned=None)
     rank = {v: k for k, v in enumerate(VARIABLES)}
-    links.sort(key=lambda lit: max(rank[v] for v in re.findall(r"\b[A-Z]\b", lit)))
-    return to_official_form(f"missing(Q) :- {', '.join(literals + links)}.")
+    links.sort(key=lambda lit: max(rank[v] for v in lit.variables()))
+    return to_official_form(SanitizedQuery(_ANSWER, tuple(literals + links)))
 
 def intended_query(instance: Instance, hidden_index: int) -> str:
     """The question with every reference object of the query object pinned to its id in the partial
@@ -72,12 +74,12 @@ def intended_query(instance: Instance, hidden_index: int) -> str:
     def partial_id(obj: int) -> int:
         return obj - 1 if obj > hidden_index else obj
 
-    pinned = {node: str(partial_id(obj)) for node, obj in instance.objects.items() if node != query_object}
-    literals = [f"hasProperty(X,{template.query_attribute},Q)"]
-    literals += [lit for lit in _description_literals(instance, only=query_object)]
+    pinned = {node: Number(partial_id(obj)) for node, obj in instance.objects.items() if node != query_object}
+    literals: list[Literal] = [_answer_literal(instance)]
+    literals += _description_literals(instance, only=query_object)
     literals += [lit for lit in _structure_literals(instance, pinned=pinned, only=query_object)
-                 if "!=" not in lit]
-    return f"missing(Q) :- {', '.join(literals)}."
+                 if not isinstance(lit, Inequality)]
+    return SanitizedQuery(_ANSWER, tuple(literals)).text
 
 def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: Scene) -> frozenset[str]:
     """The intended answer computed from the hidden object's candidates (see :func:`hidden_candidates`):
@@ -122,50 +124,54 @@ def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: 
         if c[4] in regions and all(c[CANDIDATE_FIELD[a]] == v for a, v in wanted.items())
     )
 
+def _answer_literal(instance: Instance) -> Atom:
+    """``hasProperty(X,<queried attribute>,Q)``."""
+    return Atom("hasProperty", (Variable("X"), Constant(instance.template.query_attribute), _ANSWER))
+
 def _ordered_object_nodes(instance: Instance) -> list[int]:
     return sorted(instance.variables, key=lambda i: VARIABLES.index(instance.variables[i]))
 
-def _description_literals(instance: Instance, only: int | None = None) -> list[str]:
-    literals = []
+def _description_literals(instance: Instance, only: int | None = None) -> list[Literal]:
+    literals: list[Literal] = []
     for i in _ordered_object_nodes(instance):
         if only is not None and i != only:
             continue
         node = instance.template.nodes[i]
-        var = instance.variables[i]
+        var = Variable(instance.variables[i])
         for attribute, slot in zip(DESCRIPTION_ORDER, node.side_inputs[-4:]):
             value = instance.values.get(slot, "")
             if value:
-                literals.append(f"hasProperty({var},{attribute},{value})")
+                literals.append(Atom("hasProperty", (var, Constant(attribute), Constant(value))))
     return literals
 
-def _structure_literals(instance: Instance, pinned: Mapping[int, str] | None,
-                        only: int | None = None) -> list[str]:
+def _structure_literals(instance: Instance, pinned: Mapping[int, Number] | None,
+                        only: int | None = None) -> list[Literal]:
     nodes = instance.template.nodes
 
-    def term(node: int) -> str:
+    def term(node: int) -> Term:
         if pinned is not None and node in pinned:
             return pinned[node]
-        return instance.variables[node]
+        return Variable(instance.variables[node])
 
-    def for_set(set_node: int, var: str) -> list[str]:
+    def for_set(set_node: int, var: Term) -> list[Literal]:
         node = nodes[set_node]
         if node.type == "scene":
             return []
         if node.type == "relate":
-            return [f"{instance.values[node.side_inputs[0]]}({term(node.inputs[0])},{var})"]
+            return [Atom(instance.values[node.side_inputs[0]], (term(node.inputs[0]), var))]
         if node.type == "intersect":
             return for_set(node.inputs[0], var) + for_set(node.inputs[1], var)
         ref = term(node.inputs[0])  # same_<attribute>
-        return [f"{var}!={ref}", f"{node.type}({ref},{var})"]
+        return [Inequality(var, ref), Atom(node.type, (ref, var))]
 
-    literals = []
+    literals: list[Literal] = []
     for i in _ordered_object_nodes(instance):
         if only is not None and i != only:
             continue
         node = nodes[i]
         var = term(i)
         if node.type == "relate_filter_unique":
-            literals.append(f"{instance.values[node.side_inputs[0]]}({term(node.inputs[0])},{var})")
+            literals.append(Atom(instance.values[node.side_inputs[0]], (term(node.inputs[0]), var)))
         else:
             literals += for_set(node.inputs[0], var)
     return literals

@@ -10,8 +10,9 @@ A user message may carry a list of *content parts* instead of a string (OpenAI c
 :func:`image_part` turns a path, raw bytes or a ``PIL.Image.Image`` into such an ``image_url`` part with a
 ``data:`` URL: PNG, JPEG, WebP and GIF files keep their exact bytes (the formats the OpenAI API accepts);
 anything else and every PIL image is encoded as PNG (lossless: the pixels are kept). :func:`decode_image_url`
-checks a part: base64 that decodes, an image PIL can open and fully load, at most :data:`MAX_IMAGE_BYTES`
-bytes and :data:`MAX_IMAGE_PIXELS` pixels. Only ``data:`` URLs are accepted (a remote ``http(s)`` URL would
+checks a part: base64 that decodes, an image the library's one reader (:mod:`clevr_poc.image_files`: format
+and size from the header first, then decoded) accepts, at most :data:`MAX_IMAGE_BYTES` bytes and
+:data:`MAX_IMAGE_PIXELS` pixels. Only ``data:`` URLs are accepted (a remote ``http(s)`` URL would
 make the run depend on the network and could not be checked here).
 
 Errors are :class:`ImageInputError` (a :class:`~clevr_poc.errors.FormatError`) naming the message, the part
@@ -26,16 +27,16 @@ import io
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from clevr_poc.errors import FormatError
+from clevr_poc import image_files
+from clevr_poc.image_files import ImageFileError
 
-#: Largest decoded image accepted, in bytes (20 MiB: the OpenAI API's per-image limit).
-MAX_IMAGE_BYTES = 20 * 1024 * 1024
-#: Largest image accepted, in pixels (width x height; 40 megapixels, below Pillow's decompression-bomb
-#: warning at ~89 Mpx).
-MAX_IMAGE_PIXELS = 40_000_000
+#: Largest decoded image accepted, in bytes (:data:`clevr_poc.image_files.MAX_IMAGE_BYTES`, 20 MiB: the
+#: OpenAI API's per-image limit).
+MAX_IMAGE_BYTES = image_files.MAX_IMAGE_BYTES
+#: Largest image accepted, in pixels (:data:`clevr_poc.image_files.MAX_IMAGE_PIXELS`, 40 megapixels).
+MAX_IMAGE_PIXELS = image_files.MAX_IMAGE_PIXELS
 #: Most images in one request.
 MAX_IMAGES_PER_REQUEST = 16
 #: Image types sent with their original bytes; others are re-encoded as PNG.
@@ -44,7 +45,7 @@ PASS_THROUGH_MIME: dict[str, str] = {"PNG": "image/png", "JPEG": "image/jpeg", "
 _DATA_URL = re.compile(r"^data:(image/[a-z0-9.+-]+);base64,", re.IGNORECASE)
 
 
-class ImageInputError(FormatError):
+class ImageInputError(ImageFileError):
     """An image given to a chat backend is unreadable, too large, of an unknown type or not a ``data:`` URL."""
 
 
@@ -70,10 +71,10 @@ class DecodedImage:
         return (self.width, self.height)
 
     def to_pil(self) -> Any:
-        """The image as an RGB ``PIL.Image.Image`` (loaded, detached from the bytes)."""
-        image = _pil().open(io.BytesIO(self.data))
-        image.load()
-        return image.convert("RGB")
+        """The image as an RGB ``PIL.Image.Image`` (loaded, detached from the bytes; 16-bit greyscale scaled,
+        :func:`clevr_poc.image_files.rgb_pixels`)."""
+        image = _open_checked(self.data, "image")[0]
+        return _pil().fromarray(image_files.rgb_pixels(image, error=ImageInputError))
 
 
 def _pil() -> Any:
@@ -85,23 +86,10 @@ def _pil() -> Any:
 
 
 def _open_checked(data: bytes, where: str) -> tuple[Any, str]:
-    """Open and fully decode ``data`` with PIL inside the caps; returns (image, PIL format)."""
-    Image = _pil()
-    if not data:
-        raise ImageInputError("empty image", source=where)
-    if len(data) > MAX_IMAGE_BYTES:
-        raise ImageInputError(f"image larger than {MAX_IMAGE_BYTES} bytes", source=where, value=len(data))
-    try:
-        image = Image.open(io.BytesIO(data))
-        width, height = image.size
-        if width * height > MAX_IMAGE_PIXELS:
-            raise ImageInputError(f"image larger than {MAX_IMAGE_PIXELS} pixels", source=where,
-                                  value=f"{width}x{height}")
-        image.load()
-    except ImageInputError:
-        raise
-    except Exception as exc:  # PIL raises UnidentifiedImageError, OSError, SyntaxError, ... for bad data
-        raise ImageInputError(f"not a decodable image ({exc.__class__.__name__}: {exc})", source=where) from None
+    """Open and fully decode ``data`` inside the caps (:func:`clevr_poc.image_files.open_image`); returns
+    (image, PIL format)."""
+    image = image_files.open_image(data, where=where, max_bytes=MAX_IMAGE_BYTES, max_pixels=MAX_IMAGE_PIXELS,
+                                   error=ImageInputError)
     return image, str(image.format or "")
 
 
@@ -133,15 +121,8 @@ def image_bytes(source: Any, *, where: str = "image") -> tuple[bytes, str]:
         _open_checked(data, where)
         return data, "image/png"
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        where = str(path)
-        try:
-            size = path.stat().st_size
-        except OSError:
-            raise ImageInputError("image file not found", source=where) from None
-        if size > MAX_IMAGE_BYTES:
-            raise ImageInputError(f"image larger than {MAX_IMAGE_BYTES} bytes", source=where, value=size)
-        data = path.read_bytes()
+        where = str(source)
+        data = image_files.read_image_bytes(source, max_bytes=MAX_IMAGE_BYTES, error=ImageInputError)
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     else:

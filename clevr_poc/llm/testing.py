@@ -19,7 +19,6 @@ Only the loopback interface is used; the server runs in a daemon thread and stop
 from __future__ import annotations
 
 import base64
-import io
 import json
 import threading
 import time
@@ -78,9 +77,9 @@ class ReceivedImage:
             raise ValueError(f"image did not decode: {self.error}")
         from PIL import Image
 
-        image = Image.open(io.BytesIO(self.data))
-        image.load()
-        return image.convert("RGB")
+        from clevr_poc.image_files import open_image, rgb_pixels
+
+        return Image.fromarray(rgb_pixels(open_image(self.data)))
 
 
 def _decode_received(url: Any, request: int, message: int, part: int) -> ReceivedImage:
@@ -92,14 +91,13 @@ def _decode_received(url: Any, request: int, message: int, part: int) -> Receive
         data = base64.b64decode(payload, validate=True)
     except ValueError as exc:
         return ReceivedImage(request, message, part, prefix, b"", None, f"bad base64: {exc}")
-    try:
-        from PIL import Image
+    from clevr_poc.image_files import ImageFileError, open_image
 
-        image = Image.open(io.BytesIO(data))
-        image.load()
+    try:
+        image = open_image(data)
         size = (int(image.size[0]), int(image.size[1]))
-    except Exception as exc:  # any PIL failure means "not decodable"
-        return ReceivedImage(request, message, part, prefix, data, None, f"{exc.__class__.__name__}: {exc}")
+    except ImageFileError as exc:  # the one reader's error: "not decodable"
+        return ReceivedImage(request, message, part, prefix, data, None, exc.message)
     return ReceivedImage(request, message, part, prefix, data, size, None)
 
 

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from clevr_poc._io import atomic_write_json, atomic_write_text, loads_json, read_json
+from clevr_poc._io import atomic_write_json, atomic_write_text, loads_json, read_json, read_text
 from clevr_poc.errors import FormatError
 from clevr_poc.llm.base import ChatBackend, PromptTooLongError
 from clevr_poc.mcot.mcot_data import M3CoTRecord, ScienceQADataset, parse_m3cot_record
@@ -293,7 +293,7 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
     chosen = list(records)[: max(0, limit)] if limit is not None else list(records)
     done: dict[str, dict[str, Any]] = {}
     if output_path is not None and Path(output_path).exists():
-        for number, line in enumerate(Path(output_path).read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(read_text(output_path, what="an experiment file").split("\n"), start=1):
             if not line.strip():
                 continue
             row = loads_json(line, source=f"{output_path} line {number}")  # every JSON failure: FormatError

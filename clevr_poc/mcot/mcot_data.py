@@ -27,12 +27,13 @@ Malformed input raises :class:`~clevr_poc.errors.FormatError` naming the file, t
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from clevr_poc._io import loads_json, read_json
+from clevr_poc._io import loads_json, read_json, read_text
 from clevr_poc.errors import FormatError
 
 #: Option letters, in order (ScienceQA has at most 5 options, M3CoT at most 6).
@@ -247,12 +248,58 @@ def _load_splits(path: Path) -> dict[str, tuple[str, ...]]:
     return splits
 
 
-def _find_image(image_dir: Path | None, qid: str, split: str, image: str | None) -> Path | None:
+def _entry(folder: Path, name: str, listings: dict[Path, frozenset[str]]) -> Path | None:
+    """``folder / name`` when ``name`` is one of the folder's own entries (read once per folder, into
+    ``listings``): an id or file name is looked up, never joined as a path (``..``, ``/``, absolute
+    names match no entry)."""
+    if folder not in listings:
+        try:
+            listings[folder] = frozenset(os.listdir(folder))
+        except OSError:
+            listings[folder] = frozenset()
+    return folder / name if name in listings[folder] else None
+
+
+def _inside(root: Path, candidate: Path, *, where: object, image: str) -> Path | None:
+    """``candidate`` when it is a file whose real path is inside ``root``; None when it is no file;
+    FormatError naming the record (``where``) when it leads outside ``root`` (``..``, an absolute path,
+    a symbolic link)."""
+    real = candidate.resolve()
+    if not real.is_relative_to(root.resolve()):
+        raise FormatError(f"the image path leads outside the data folder {root} (refused: a record may "
+                          "only name images inside it)", source=where, field="image", value=image)
+    return candidate if real.is_file() else None
+
+
+def _relative_image(folder: Path, image: str, listings: dict[Path, frozenset[str]], *, where: object
+                    ) -> Path | None:
+    """The file a record's relative ``image`` path names inside ``folder``: each part looked up as an entry
+    (:func:`_entry`), the result checked to stay inside (:func:`_inside`); an absolute path or ``..`` is
+    refused (FormatError naming the record)."""
+    parts = Path(image).parts
+    if Path(image).is_absolute() or ".." in parts or "\0" in image:
+        raise FormatError("the image must be a path relative to the data folder, without '..' (refused: a "
+                          "record may only name images inside it)", source=where, field="image", value=image)
+    current: Path | None = folder
+    for part in parts:
+        current = _entry(current, part, listings) if current is not None else None
+    return None if current is None else _inside(folder, current, where=where, image=image)
+
+
+def _find_image(image_dir: Path | None, qid: str, split: str, image: str | None, *, where: object,
+                listings: dict[Path, frozenset[str]]) -> Path | None:
+    """``<images>/<split>/<qid>/<image>`` or ``<images>/<qid>/<image>``, each name looked up as a folder
+    entry (never joined as a path)."""
     if image_dir is None or not image:
         return None
-    for candidate in (image_dir / split / qid / image, image_dir / qid / image):
-        if candidate.is_file():
-            return candidate
+    for parents in ((split, qid), (qid,)):
+        folder: Path | None = image_dir
+        for name in parents:
+            folder = _entry(folder, name, listings) if folder is not None else None
+        if folder is not None:
+            found = _relative_image(folder, image, listings, where=where)
+            if found is not None:
+                return _inside(image_dir, found, where=where, image=image)
     return None
 
 
@@ -281,13 +328,15 @@ def load_scienceqa(data: str | Path, *, pid_splits: str | Path | None = None, ca
     caption_map = _load_captions(Path(captions)) if captions is not None else {}
     images = Path(image_dir) if image_dir is not None else None
     problems: dict[str, ScienceQAProblem] = {}
+    listings: dict[Path, frozenset[str]] = {}
     for qid, record in raw.items():
         qid = str(qid)
         split = record.get("split", "") if isinstance(record, Mapping) else ""
         image = record.get("image") if isinstance(record, Mapping) else None
         problems[qid] = parse_scienceqa_problem(
             qid, record, source=problems_path, caption=caption_map.get(qid, ""),
-            image_path=_find_image(images, qid, str(split or ""), image if isinstance(image, str) else None))
+            image_path=_find_image(images, qid, str(split or ""), image if isinstance(image, str) else None,
+                                   where=f"{problems_path} problem {qid}", listings=listings))
     if pid_splits is not None:
         splits = _load_splits(Path(pid_splits))
         for name, ids in splits.items():
@@ -437,29 +486,33 @@ def _m3cot_image_field(value: Any, where: str) -> tuple[str | None, bytes | None
                       value=type(value).__name__)
 
 
-def _find_m3cot_image(record: M3CoTRecord, folders: Sequence[Path]) -> Path | None:
-    names = []
-    if record.image:
-        names += [record.image, Path(record.image).name]
+def _find_m3cot_image(record: M3CoTRecord, folders: Sequence[Path], listings: dict[Path, frozenset[str]], *,
+                      where: object) -> Path | None:
+    """The record's image inside one of ``folders``: its ``image`` path (relative, inside the folder; else
+    FormatError naming the record), that path's file name, or ``<image_id>.png`` / ``<id>.png`` looked up
+    as a folder entry (an id is never joined as a path)."""
+    names = [Path(record.image).name] if record.image else []
     names += [f"{name}.png" for name in (record.image_id, record.id) if name]
     for folder in folders:
+        if record.image:
+            found = _relative_image(folder, record.image, listings, where=where)
+            if found is not None:
+                return found
         for name in names:
-            candidate = folder / name
-            if candidate.is_file():
-                return candidate
+            candidate = _entry(folder, name, listings)
+            if candidate is not None and (found := _inside(folder, candidate, where=where, image=name)) is not None:
+                return found
     return None
 
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    try:
-        handle = path.open("r", encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError("file not found", source=path) from None
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            yield number, loads_json(line, source=f"{path} line {number}")  # every JSON failure: FormatError
+    """(line number, value) of each non-blank line; the file is read under the JSON byte cap and decoded as
+    UTF-8 first (:func:`clevr_poc._io.read_text`: a bad byte is a FormatError naming its line and column)."""
+    text = read_text(path, what="a JSON-lines file")
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        yield number, loads_json(line, source=f"{path} line {number}")  # every JSON failure: FormatError
 
 
 def _iter_parquet(path: Path) -> Iterator[tuple[int, Any]]:
@@ -515,4 +568,6 @@ def load_m3cot(path: str | Path, *, split: str | None = None, require_messages: 
     folder = Path(path).parent
     folders = [Path(image_dir)] if image_dir is not None else []
     folders += [folder, folder / "images"]
-    return [r if r.image_bytes else replace(r, image_path=_find_m3cot_image(r, folders)) for r in records]
+    listings: dict[Path, frozenset[str]] = {}
+    return [r if r.image_bytes else replace(r, image_path=_find_m3cot_image(
+        r, folders, listings, where=f"{path} record {r.id!r}")) for r in records]

@@ -24,18 +24,17 @@ usually leaves one candidate per variable; the search stays exact for any query 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from typing import Sequence
 
 from clevr_poc.errors import ClevrPocError, FormatError, UnsafeProgramError
-from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.queries.query import SanitizedQuery, Term, Variable
+from clevr_poc.queries.sanitizer import sanitize_query
 
 __all__ = ["programs_equal", "program_accuracy", "query_literals", "semantic_program_accuracy", "answers_agree"]
 
-_VARIABLE = re.compile(r"^[A-Z][A-Za-z0-9_]*$", re.ASCII)
-
-Literal = tuple[str, tuple[str, ...]]
+#: ``(predicate, terms)``; ``("!=", (left, right))`` for a comparison (typed terms, which compare as text)
+Literal = tuple[str, tuple[Term, ...]]
 
 
 def query_literals(query: str | SanitizedQuery) -> tuple[str, frozenset[Literal]]:
@@ -48,20 +47,21 @@ def query_literals(query: str | SanitizedQuery) -> tuple[str, frozenset[Literal]
     """
     checked = query if isinstance(query, SanitizedQuery) else sanitize_query(query)
     literals = set()
-    for name, args in checked.atoms:
-        literals.add((name, tuple(sorted(args))) if name == "!=" else (name, tuple(args)))
-    return checked.head_variable, frozenset(literals)
+    for literal in checked.body:
+        name, args = literal.predicate, literal.terms
+        literals.add((name, tuple(sorted(args, key=str))) if name == "!=" else (name, args))
+    return checked.head, frozenset(literals)
 
 
-def _is_variable(term: str) -> bool:
-    return bool(_VARIABLE.match(term))
+def _is_variable(term: Term) -> bool:
+    return isinstance(term, Variable)
 
 
 def _shape(literal: Literal) -> tuple:
     """A literal with its variables blanked out (invariant under renaming)."""
     name, args = literal
     blanked = tuple("*" if _is_variable(a) else a for a in args)
-    return (name, tuple(sorted(blanked))) if name == "!=" else (name, blanked)
+    return (name, tuple(sorted(blanked, key=str))) if name == "!=" else (name, blanked)
 
 
 def _digest(value: object) -> str:
@@ -103,7 +103,7 @@ def _colours(head: str, literals: frozenset[Literal], rounds: int = 3) -> dict[s
 def _rename(literal: Literal, mapping: dict[str, str]) -> Literal:
     name, args = literal
     renamed = tuple(mapping.get(a, a) if _is_variable(a) else a for a in args)
-    return (name, tuple(sorted(renamed))) if name == "!=" else (name, renamed)
+    return (name, tuple(sorted(renamed, key=str))) if name == "!=" else (name, renamed)
 
 
 def _equal_literal_sets(head_a: str, lits_a: frozenset[Literal], head_b: str, lits_b: frozenset[Literal]) -> bool:

@@ -25,6 +25,7 @@ from typing import Iterable, Mapping, Sequence
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError, UnsafeProgramError
+from clevr_poc.queries.query import Term, Variable
 from clevr_poc.queries.sanitizer import sanitize_query
 
 __all__ = [
@@ -147,20 +148,20 @@ def query_tokens(query: str) -> list[str]:
     head = checked.head_variable
     names: dict[str, str] = {head: HEAD_VARIABLE}
 
-    def term(arg: str) -> str:
-        if arg[:1].isupper():
+    def term(arg: Term) -> str:
+        if isinstance(arg, Variable):
             if arg not in names:
                 if len(names) > len(OBJECT_VARIABLES):
                     raise FormatError(f"more than {len(OBJECT_VARIABLES)} object variables", field="query", value=query)
                 names[arg] = OBJECT_VARIABLES[len(names) - 1]
             return names[arg]
-        if arg not in QUERY_INDEX:
-            raise FormatError("constant outside the parser's token set", field="query", value=arg)
-        return arg
+        if str(arg) not in QUERY_INDEX:
+            raise FormatError("constant outside the parser's token set", field="query", value=str(arg))
+        return str(arg)
 
-    atoms = list(checked.atoms)
+    atoms = [(literal.predicate, literal.terms) for literal in checked.body]
     answers = [k for k, (name, args) in enumerate(atoms)
-               if name == "hasProperty" and args[2] == head and not args[1][:1].isupper()]
+               if name == "hasProperty" and args[2] == head and not isinstance(args[1], Variable)]
     uses = sum(arg == head for _, args in atoms for arg in args)
     if len(answers) != 1 or uses != 1:
         raise FormatError("the head variable must occur exactly once, as hasProperty(_, <attribute>, Q)",
@@ -175,7 +176,7 @@ def query_tokens(query: str) -> list[str]:
             continue
         if name not in QUERY_INDEX:
             raise FormatError(f"predicate {name} is outside the parser's token set", field="query", value=query)
-        if name == "hasProperty" and (args[1][:1].isupper() or args[0] == head):
+        if name == "hasProperty" and (isinstance(args[1], Variable) or args[0] == head):
             raise FormatError("a variable attribute (or the head variable as object) is outside the parser's "
                               "token set", field="query", value=query)
         tokens += [name, "("]
@@ -188,7 +189,7 @@ def query_tokens(query: str) -> list[str]:
     return tokens
 
 
-def walk_order(atoms: Sequence[tuple[str, tuple[str, ...]]], answer: int) -> list[tuple[str, tuple[str, ...]]]:
+def walk_order(atoms: Sequence[tuple[str, tuple[Term, ...]]], answer: int) -> list[tuple[str, tuple[Term, ...]]]:
     """The body literals in *walk order*: the answer literal ``atoms[answer]``, then object by object
     from its object, each object's descriptions (``hasProperty`` with a constant value) followed by,
     for each neighbour not yet visited (in order of first mention), the literals linking the two
@@ -198,13 +199,13 @@ def walk_order(atoms: Sequence[tuple[str, tuple[str, ...]]], answer: int) -> lis
     This follows the question text ("the <X> left of the <Y> behind the <Z>"), so a decoder reading the
     question left to right also writes the query left to right and meets the objects in text order.
     """
-    variables = lambda args: [a for a in args if a[:1].isupper()]  # noqa: E731
+    variables = lambda args: [a for a in args if isinstance(a, Variable)]  # noqa: E731
     first = atoms[answer]
     rest = [a for k, a in enumerate(atoms) if k != answer]
     descriptions: dict[str, list[int]] = {}
     links: list[int] = []
     for k, (name, args) in enumerate(rest):
-        if name == "hasProperty" and len(variables(args)) == 1 and args[0][:1].isupper():
+        if name == "hasProperty" and len(variables(args)) == 1 and isinstance(args[0], Variable):
             descriptions.setdefault(args[0], []).append(k)
         else:
             links.append(k)

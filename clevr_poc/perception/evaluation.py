@@ -23,7 +23,7 @@ Metrics per decoding:
   i" agrees with the ground truth;
 * ``scene_exact``: images where every visible object is found, nothing else is, and all 4 attributes
   and the region of every object are right;
-* ``answers``: exact-match accuracy of the reasoner's answer (gold ASP query, official semantics) from
+* ``answers`` (``answers_jaccard``: the mean Jaccard index): exact-match accuracy of the reasoner's answer (gold ASP query, official semantics) from
   the perceived scene against the gold answer (a perceived scene the solver cannot settle within its
   time limit counts as wrong; ``solver_timeouts`` counts them per decoding); ``answers_gold_scene`` is
   the same from the ground-truth scene (1.0 by construction, a check);
@@ -43,6 +43,7 @@ import numpy as np
 from clevr_poc import domain
 from clevr_poc.dataset_reader import load_dataset
 from clevr_poc.errors import FormatError, SolverTimeoutError
+from clevr_poc.evaluation.metrics import jaccard_index
 from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, check_camera_source, scene_camera
 from clevr_poc.perception.rendered_truth import image_truth
 from clevr_poc.scene import Scene
@@ -115,6 +116,7 @@ class _Tally:
         self.relation_right = self.relation_total = 0
         self.scene_exact = 0
         self.answer_right = 0
+        self.answer_jaccard = 0.0
         self.answered = 0
         self.images = 0
 
@@ -132,11 +134,12 @@ class _Tally:
             "relationships": ratio(self.relation_right, self.relation_total),
             "scene_exact": ratio(self.scene_exact, self.images),
             "answers": ratio(self.answer_right, self.answered),
+            "answers_jaccard": ratio(self.answer_jaccard, self.answered),
         }
 
 
 def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, truth_objects: list,
-           answer_ok: bool | None) -> list[tuple[int, int]]:
+           answer_ok: bool | None, answer_jaccard: float | None = None) -> list[tuple[int, int]]:
     """Add one image to ``tally``; returns the matched (predicted index, truth index) pairs."""
     tally.images += 1
     boxes = []
@@ -179,6 +182,7 @@ def _score(tally: _Tally, scene: Scene, truth_scene: Scene, truth_boxes: list, t
     if answer_ok is not None:
         tally.answered += 1
         tally.answer_right += answer_ok
+        tally.answer_jaccard += float(answer_ok) if answer_jaccard is None else answer_jaccard
     return pairs
 
 
@@ -272,7 +276,7 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
             statuses[status] = statuses.get(status, 0) + 1
             changed += scenes["constraints"].to_asp_facts() != scenes["argmax"].to_asp_facts()
         for name, scene in scenes.items():
-            answer_ok = None
+            answer_ok = answer_jaccard = None
             if reasoner is not None and example.question.answer is not None:
                 if len(scene) >= example.environment.num_objects:
                     # more visible objects than the environment leaves for the hidden one (an argmax
@@ -282,10 +286,12 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                     try:
                         answer = reasoner.answer(example.environment, scene, example.question.asp_query)
                         answer_ok = answer.values == example.question.answer
+                        answer_jaccard = jaccard_index(example.question.answer, answer.values)
                     except SolverTimeoutError:  # a perceived scene clingo cannot settle in time: wrong
                         answer_ok = False
                         timeouts[name] = timeouts.get(name, 0) + 1
-            pairs = _score(tallies[name], scene, truth.scene, truth_boxes, list(truth.objects), answer_ok)
+            pairs = _score(tallies[name], scene, truth.scene, truth_boxes, list(truth.objects), answer_ok,
+                           answer_jaccard)
             if name == headline and truth.annotated:
                 found = {j for _, j in pairs}
                 for j, obj in enumerate(truth.objects):

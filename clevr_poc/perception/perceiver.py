@@ -37,7 +37,7 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
 from clevr_poc.perception import box_geometry as geo
 from clevr_poc.perception.cameras import FALLBACK_PRESET, as_camera, resolve_camera
-from clevr_poc.perception.rendered_truth import load_image
+from clevr_poc.image_files import as_rgb_array
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, DEFAULT_MIN_RATIO, ranked_decode
@@ -70,36 +70,6 @@ class Detection:
     box: tuple[float, float, float, float]
     candidate: ObjectCandidate
     offset: tuple[float, float]
-
-
-def _as_image(image: Any) -> np.ndarray:
-    """uint8 (H, W, 3) from a path, a PIL image or an array (any size from :data:`MIN_IMAGE_SIDE` to
-    :data:`MAX_IMAGE_SIDE` pixels a side); :class:`FormatError` otherwise."""
-    if isinstance(image, (str, os.PathLike)):
-        array = load_image(image)
-    elif hasattr(image, "convert") and hasattr(image, "size"):  # PIL.Image
-        array = np.asarray(image.convert("RGB"), dtype=np.uint8)
-    elif isinstance(image, np.ndarray):
-        array = image
-        if array.ndim == 3 and array.shape[2] == 4:
-            array = array[:, :, :3]
-        if array.ndim != 3 or array.shape[2] != 3:
-            raise FormatError("an image array must be (H, W, 3) RGB (or RGBA)", field="image", value=array.shape)
-        if array.dtype != np.uint8:
-            if np.issubdtype(array.dtype, np.floating) and np.isfinite(array).all() and 0 <= array.min() \
-                    and array.max() <= 1:
-                array = (array * 255).round().astype(np.uint8)
-            else:
-                raise FormatError("an image array must be uint8 (0-255) or float in [0, 1]", field="image",
-                                  value=str(array.dtype))
-    else:
-        raise FormatError("an image is a file path, a PIL image or a numpy array", field="image",
-                          value=type(image).__name__)
-    height, width = array.shape[:2]
-    if not (MIN_IMAGE_SIDE <= width <= MAX_IMAGE_SIDE and MIN_IMAGE_SIDE <= height <= MAX_IMAGE_SIDE):
-        raise FormatError(f"image sides must be {MIN_IMAGE_SIDE}-{MAX_IMAGE_SIDE} pixels", field="image",
-                          value=f"{width}x{height}")
-    return np.ascontiguousarray(array)
 
 
 class Perception:
@@ -170,7 +140,7 @@ class Perception:
         Raises:
             FormatError: bad image, unknown preset, malformed camera or one of another aspect ratio.
         """
-        array = _as_image(image)
+        array = as_rgb_array(image, min_side=MIN_IMAGE_SIDE, max_side=MAX_IMAGE_SIDE)
         height, width = array.shape[:2]
         if camera is None:
             camera = FALLBACK_PRESET

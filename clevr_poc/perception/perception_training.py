@@ -38,8 +38,9 @@ from torch import nn
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
+from clevr_poc.image_files import read_rgb
 from clevr_poc.perception import box_geometry as geo
-from clevr_poc.perception.rendered_truth import RenderedImage, load_image, load_rendered
+from clevr_poc.perception.rendered_truth import RenderedImage, load_rendered
 from clevr_poc.perception.model_file import MODEL_FORMAT, read_model_file
 from clevr_poc.perception.models import (
     AttributeNet,
@@ -143,7 +144,7 @@ class TrainingData:
                               source=", ".join(str(d) for d in datasets), field="split", value=split)
         images = []
         for r in records:
-            array = load_image(r.image_path)
+            array = read_rgb(r.image_path)
             if array.shape[:2] != (r.camera.height, r.camera.width):
                 raise FormatError(f"image is {array.shape[1]}x{array.shape[0]}, its camera "
                                   f"{r.camera.width}x{r.camera.height}", source=r.image_path)
@@ -337,7 +338,7 @@ def _detector_batch(data: TrainingData, indices: list[int], generator: torch.Gen
             width = image.shape[-1]
             boxes = torch.stack([width - boxes[:, 2], boxes[:, 1], width - boxes[:, 0], boxes[:, 3]], dim=1)
         images.append(image)
-        targets.append({"boxes": boxes, "labels": torch.ones(len(boxes), dtype=torch.int64)})
+        targets.append({"boxes": boxes, "labels": torch.ones(len(boxes), dtype=torch.int64, device=device)})
     return images, targets
 
 

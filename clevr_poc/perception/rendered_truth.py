@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 
 from clevr_poc import domain
 from clevr_poc.dataset_reader import SPLIT_ALIASES
 from clevr_poc.errors import FormatError
+from clevr_poc.image_files import image_size
 from clevr_poc.perception.cameras import check_camera_source, resolve_camera, scene_camera
 from clevr_poc.rendering.geometry import Camera
 from clevr_poc.scene import Scene
@@ -104,23 +104,6 @@ def _split_folder(root: Path, kind: str, split: str) -> Path | None:
         if folder.is_dir():
             return folder
     return None
-
-
-def image_size(path: str | os.PathLike[str]) -> tuple[int, int]:
-    """``(width, height)`` of an image file (its header only).
-
-    Raises:
-        FormatError: missing or unreadable file.
-    """
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(path) as image:
-            return int(image.width), int(image.height)
-    except FileNotFoundError:
-        raise FormatError("image file not found", source=path) from None
-    except (UnidentifiedImageError, OSError) as exc:
-        raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path) from None
 
 
 def image_truth(scene: Scene, image_path: str | os.PathLike[str], kind: str = "incomplete", *,
@@ -230,21 +213,3 @@ def load_rendered(dataset: str | os.PathLike[str], split: str, *, kinds: Sequenc
         raise FormatError(f"no scenes for split {split!r} (kinds {list(kinds)})", source=root, field="split",
                           value=split)
     return out
-
-
-def load_image(path: str | os.PathLike[str]) -> np.ndarray:
-    """uint8 (H, W, 3) RGB array of an image file (alpha dropped).
-
-    Raises:
-        FormatError: missing or unreadable file.
-    """
-    from PIL import Image, UnidentifiedImageError
-
-    path = Path(path)
-    try:
-        with Image.open(path) as image:
-            return np.asarray(image.convert("RGB"), dtype=np.uint8).copy()
-    except FileNotFoundError:
-        raise FormatError("image file not found", source=path) from None
-    except (UnidentifiedImageError, OSError) as exc:
-        raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path) from None

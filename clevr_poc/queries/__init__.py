@@ -1,7 +1,10 @@
 """The query language of CLEVR-POC questions, below every stage that reads or writes queries.
 
-- :mod:`.sanitizer` -- :func:`sanitize_query` and :class:`SanitizedQuery`: an untrusted ASP query read
-  exactly as clingo reads it (:mod:`clevr_poc.asp_lexer`) and checked against the query whitelist;
+- :mod:`.query` -- :class:`SanitizedQuery`, the typed query value (head variable, body of :class:`Atom`
+  and :class:`Inequality` literals over :class:`Variable`, :class:`Constant` and :class:`Number` terms),
+  which checks itself against the query whitelist, prints its canonical text and gives clingo syntax trees;
+- :mod:`.sanitizer` -- :func:`sanitize_query`, the only way from text to a query: an untrusted ASP query
+  read exactly as clingo reads it (:mod:`clevr_poc.asp_lexer`), parsed into a :class:`SanitizedQuery`;
 - :mod:`.official_form` -- :func:`to_official_form`: the query rewritten the way the official generator
   writes ``asp_query`` (reference: SEMANTICS.md, "The official query form").
 
@@ -11,6 +14,8 @@ folder import cycle runs through the query language). ``clevr_poc.reasoning`` re
 """
 
 from clevr_poc.queries.official_form import to_official_form
-from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.queries.query import Atom, Constant, Inequality, Number, SanitizedQuery, Variable
+from clevr_poc.queries.sanitizer import sanitize_query
 
-__all__ = ["SanitizedQuery", "sanitize_query", "to_official_form"]
+__all__ = ["Atom", "Constant", "Inequality", "Number", "SanitizedQuery", "Variable", "sanitize_query",
+           "to_official_form"]

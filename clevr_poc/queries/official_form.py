@@ -44,18 +44,22 @@ from itertools import combinations
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
-from clevr_poc.queries.sanitizer import SanitizedQuery, sanitize_query
+from clevr_poc.queries.query import Atom, Constant, Inequality, SanitizedQuery, Variable
+from clevr_poc.queries.sanitizer import sanitize_query
 
-__all__ = ["MAX_OBJECT_VARIABLES", "OFFICIAL_VARIABLES", "official_variables", "to_official_form"]
+__all__ = ["MAX_OFFICIAL_OBJECT_VARIABLES", "OFFICIAL_VARIABLES", "official_query", "official_variables",
+           "to_official_form"]
 
-#: Most object variables a CLEVR-POC query has (three_hop: X and three references).
-MAX_OBJECT_VARIABLES = 4
+#: Most object variables a CLEVR-POC question query has (three_hop: X and three references); the
+#: sanitizer's own bound (:data:`~clevr_poc.queries.query.MAX_QUERY_OBJECT_VARIABLES`, 6) is wider.
+MAX_OFFICIAL_OBJECT_VARIABLES = 4
 #: Official variable names for 1..4 object variables (SEMANTICS: X; X,Y; X,Y1,Y2; X,Y1,Y2,Y3).
 OFFICIAL_VARIABLES: dict[int, tuple[str, ...]] = {
     1: ("X",), 2: ("X", "Y"), 3: ("X", "Y1", "Y2"), 4: ("X", "Y1", "Y2", "Y3"),
 }
 _LINKS = frozenset((*domain.RELATIONS, *(f"same_{a}" for a in domain.ATTRIBUTES)))
 _DESCRIPTION_ORDER = ("size", "color", "material", "shape")
+_ANSWER = Variable("Q")
 
 
 def official_variables(count: int) -> tuple[str, ...]:
@@ -65,13 +69,9 @@ def official_variables(count: int) -> tuple[str, ...]:
         FormatError: ``count`` outside 1..4.
     """
     if count not in OFFICIAL_VARIABLES:
-        raise FormatError(f"CLEVR-POC queries have 1 to {MAX_OBJECT_VARIABLES} object variables",
+        raise FormatError(f"CLEVR-POC queries have 1 to {MAX_OFFICIAL_OBJECT_VARIABLES} object variables",
                           field="object_variables", value=count)
     return OFFICIAL_VARIABLES[count]
-
-
-def _is_variable(term: str) -> bool:
-    return term[:1].isupper()
 
 
 def _fail(reason: str, query: str) -> FormatError:
@@ -79,6 +79,17 @@ def _fail(reason: str, query: str) -> FormatError:
 
 
 def to_official_form(query: str | SanitizedQuery) -> str:
+    """The text of :func:`official_query`: e.g. ``missing(Q) :- hasProperty(X,color,Q),
+    hasProperty(Y,shape,cube), left(Y,X), X!=Y.``; idempotent
+    (``to_official_form(to_official_form(q)) == to_official_form(q)``).
+
+    Raises:
+        UnsafeProgramError, FormatError: as :func:`official_query`.
+    """
+    return official_query(query).text
+
+
+def official_query(query: str | SanitizedQuery) -> SanitizedQuery:
     """The query in the official form (see the module docstring).
 
     Args:
@@ -86,8 +97,7 @@ def to_official_form(query: str | SanitizedQuery) -> str:
             or a sanitized query.
 
     Returns:
-        The official-form text, e.g. ``missing(Q) :- hasProperty(X,color,Q), hasProperty(Y,shape,cube),
-        left(Y,X), X!=Y.``; idempotent (``to_official_form(to_official_form(q)) == to_official_form(q)``).
+        The official-form :class:`~clevr_poc.queries.query.SanitizedQuery` (head ``Q``).
 
     Raises:
         UnsafeProgramError: the text is not a query the sanitizer accepts.
@@ -98,82 +108,83 @@ def to_official_form(query: str | SanitizedQuery) -> str:
     """
     checked = query if isinstance(query, SanitizedQuery) else sanitize_query(query)
     text = checked.text
-    head = checked.head_variable
-    answer_literals = [args for name, args in checked.atoms
-                       if name == "hasProperty" and len(args) == 3 and args[2] == head]
-    if len(answer_literals) != 1 or not _is_variable(answer_literals[0][0]) or _is_variable(answer_literals[0][1]):
+    head = checked.head
+    answer_literals = [atom for atom in checked.atoms if atom.predicate == "hasProperty" and atom.terms[2] == head]
+    if len(answer_literals) != 1 or not isinstance(answer_literals[0].terms[0], Variable) \
+            or isinstance(answer_literals[0].terms[1], Variable):
         raise _fail("expected exactly one answer literal hasProperty(V,<attribute>,Q)", text)
-    x, attribute, _ = answer_literals[0]
-    descriptions: dict[str, dict[str, str]] = {}
-    links: list[tuple[str, tuple[str, str]]] = []
-    for name, args in checked.atoms:
+    answer = answer_literals[0]
+    x, attribute, _ = answer.terms
+    descriptions: dict[Variable, dict[str, Constant]] = {}
+    links: list[Atom] = []
+    for literal in checked.body:
+        args = literal.terms
         if head in args:
-            if (name, args) != ("hasProperty", answer_literals[0]):
+            if literal != answer:
                 raise _fail(f"the answer variable {head} occurs outside the answer literal", text)
             continue
-        if name == "hasProperty" and len(args) == 3:
+        if isinstance(literal, Inequality):
+            if not all(isinstance(a, Variable) for a in args) or args[0] == args[1]:
+                raise _fail(f"unexpected comparison {literal}", text)
+        elif literal.predicate == "hasProperty":
             obj, attr, value = args
-            if not _is_variable(obj) or attr not in domain.DOMAINS or value not in domain.DOMAINS[attr]:
-                raise _fail(f"unexpected description hasProperty({','.join(args)})", text)
+            if not isinstance(obj, Variable) or attr not in domain.DOMAINS or value not in domain.DOMAINS[attr]:
+                raise _fail(f"unexpected description {literal}", text)
             if descriptions.setdefault(obj, {}).setdefault(attr, value) != value:
                 raise _fail(f"two values of {attr} for {obj}", text)
-        elif name == "!=":
-            if not all(_is_variable(a) for a in args) or args[0] == args[1]:
-                raise _fail(f"unexpected comparison {args[0]}!={args[1]}", text)
-        elif name in _LINKS and len(args) == 2 and all(_is_variable(a) for a in args) and args[0] != args[1]:
-            if (name, args) not in links:
-                links.append((name, args))
+        elif literal.predicate in _LINKS and len(args) == 2 and all(isinstance(a, Variable) for a in args) \
+                and args[0] != args[1]:
+            if literal not in links:
+                links.append(literal)
         else:
-            raise _fail(f"unexpected literal {name}({','.join(args)})", text)
-    variables = {a for _, args in checked.atoms for a in args if _is_variable(a)} - {head}
-    if len(variables) > MAX_OBJECT_VARIABLES:
-        raise _fail(f"{len(variables)} object variables (at most {MAX_OBJECT_VARIABLES})", text)
+            raise _fail(f"unexpected literal {literal}", text)
+    variables = checked.variables - {head}
+    if len(variables) > MAX_OFFICIAL_OBJECT_VARIABLES:
+        raise _fail(f"{len(variables)} object variables (at most {MAX_OFFICIAL_OBJECT_VARIABLES})", text)
 
     # breadth-first numbering from X; siblings in order of their first link
     order = [x]
-    parent: dict[str, tuple[str, list[tuple[str, tuple[str, str]]]]] = {}
+    parent: dict[Variable, tuple[Variable, list[Atom]]] = {}
     for v in order:  # grows while iterating
-        for name, args in links:
-            if v in args:
-                other = args[1] if args[0] == v else args[0]
+        for link in links:
+            if v in link.terms:
+                a, b = link.terms
+                other = b if a == v else a
                 if other not in parent and other != x:
                     parent[other] = (v, [])
                     order.append(other)
-    for name, args in links:
-        a, b = args
+    for link in links:
+        a, b = link.terms
         if b in parent and parent[b][0] == a:
-            parent[b][1].append((name, args))
+            parent[b][1].append(link)
         elif a in parent and parent[a][0] == b:
-            parent[a][1].append((name, args))
+            parent[a][1].append(link)
         else:  # a second path between two objects, or a link outside X's component
             raise _fail(f"the links must form a tree through {x}", text)
     if set(order) != variables:
         raise _fail(f"every object variable must be linked to {x}", text)
-    names = dict(zip(order, official_variables(len(order))))
+    names = {v: Variable(name) for v, name in zip(order, official_variables(len(order)))}
 
-    def literal(name: str, args: tuple[str, ...]) -> str:
-        return f"{name}({','.join(names.get(a, a) for a in args)})"
+    def renamed(atom: Atom) -> Atom:
+        return Atom(atom.predicate, tuple(names.get(t, t) for t in atom.terms))
 
-    def neq(a: str, b: str) -> str:
-        return f"{a}!={b}"
-
-    body = [literal("hasProperty", (x, attribute, "Q"))]
+    body: list[Atom | Inequality] = [Atom("hasProperty", (names[x], attribute, _ANSWER))]
     for v in reversed(order):
         for attr in _DESCRIPTION_ORDER:
             if attr in descriptions.get(v, {}):
-                body.append(literal("hasProperty", (v, attr, descriptions[v][attr])))
+                body.append(Atom("hasProperty", (names[v], Constant(attr), descriptions[v][attr])))
     official = [names[v] for v in order]
-    written: set[frozenset[str]] = set()
+    written: set[frozenset[Variable]] = set()
     for v in order[1:]:
         up, own = parent[v]
-        for name, args in own:
+        for link in own:
             pair = frozenset((names[up], names[v]))
-            if name.startswith("same_") and pair not in written:
+            if link.predicate.startswith("same_") and pair not in written:
                 first, second = sorted(pair, key=official.index)
-                body.append(neq(first, second))
+                body.append(Inequality(first, second))
                 written.add(pair)
-            body.append(literal(name, args))
+            body.append(renamed(link))
     pairs = list(zip(official, official[1:]))
     pairs += [p for p in combinations(official, 2) if p not in pairs]
-    body += [neq(a, b) for a, b in pairs if frozenset((a, b)) not in written]
-    return f"missing(Q) :- {', '.join(body)}."
+    body += [Inequality(a, b) for a, b in pairs if frozenset((a, b)) not in written]
+    return SanitizedQuery(_ANSWER, tuple(body))

@@ -16,7 +16,6 @@ more than :data:`MAX_SLOTS` objects, constants as object ids in relations, ...) 
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from typing import Iterable
@@ -24,15 +23,14 @@ from typing import Iterable
 import clingo
 
 from clevr_poc import domain
-from clevr_poc.queries.sanitizer import SanitizedQuery
+from clevr_poc.queries.query import Constant, Inequality, Number, SanitizedQuery, Term, Variable
 from clevr_poc.scene import Scene
-from clevr_poc.solver.control import make_control
+from clevr_poc.solver.control import make_control, missing_values
 from clevr_poc.solver.programs import environment_program
 from clevr_poc.solver.watchdog import solve_brave
 
 #: Query variables (objects) a compiled query may use; CLEVR-POC's three-hop questions use 4.
 MAX_SLOTS = 5
-_VARIABLE = re.compile(r"^[A-Z][A-Za-z0-9_]*$")
 _SAME = {"same_color": "color", "same_size": "size", "same_shape": "shape", "same_material": "material"}
 
 
@@ -53,52 +51,64 @@ class CompiledQuery:
 
 def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
     """Compile a sanitized query, or None when it is outside the compiled fragment."""
-    head = query.head_variable
-    slots: dict[str, int] = {}
+    head = query.head
+    slots: dict[object, int] = {}
     facts: list[tuple] = []
     target: tuple | None = None
+    pinned = 0  # object ids met so far (each gets a slot of its own)
 
-    def slot(term: str) -> int | None:
-        if _VARIABLE.match(term):
+    def slot(term: Term) -> int | None:
+        nonlocal pinned
+        if isinstance(term, Variable):
             if term == head:
                 return None
             if term not in slots:
                 slots[term] = len(slots)
             return slots[term]
-        if term.isascii() and term.isdigit():  # a constant object id gets a slot of its own pinned to that object
-            index = len(slots) + sum(1 for f in facts if f[0] == "q_object")
-            key = f"#{index}"
+        if isinstance(term, Number):  # a constant object id gets a slot of its own pinned to that object
+            key = ("#", pinned)
+            pinned += 1
             slots[key] = len(slots)
             facts.append(("q_object", slots[key], int(term)))
             return slots[key]
         return None
 
-    for name, args in query.atoms:
+    for literal in query.body:
+        args = literal.terms
+        if isinstance(literal, Inequality):
+            if not (isinstance(args[0], Variable) and isinstance(args[1], Variable)):
+                return None
+            s, t = slot(args[0]), slot(args[1])
+            if s is None or t is None or s == t:
+                return None
+            facts.append(("q_distinct", min(s, t), max(s, t)))
+            continue
+        name = literal.predicate
         if name == "hasProperty":
-            s, attribute, value = slot(args[0]), args[1], args[2]
+            s, attribute, value = slot(args[0]), str(args[1]), args[2]
             if s is None or attribute not in domain.ATTRIBUTES:
                 return None
             if value == head:
                 if target is not None:
                     return None
                 target = ("q_target", s, attribute)
-            elif value in domain.DOMAINS[attribute]:
-                facts.append(("q_property", s, attribute, value))
+            elif isinstance(value, Constant) and value in domain.DOMAINS[attribute]:
+                facts.append(("q_property", s, attribute, str(value)))
             else:
                 return None
         elif name == "at":
             s = slot(args[0])
-            if s is None or not (args[1].isascii() and args[1].isdigit()):
+            if s is None or not isinstance(args[1], Number):
                 return None
             facts.append(("q_at", s, int(args[1])))
-        elif name in ("left", "right", "front", "behind") or name in _SAME or name == "sameProperty":
+        elif name in domain.RELATIONS or name in _SAME or name == "sameProperty":
             s, t = slot(args[0]), slot(args[1])
             if s is None or t is None or s == t:
                 return None
             if name == "sameProperty":
                 if args[2] not in domain.ATTRIBUTES:
                     return None
-                facts.append(("q_same", args[2], s, t))
+                facts.append(("q_same", str(args[2]), s, t))
             elif name in _SAME:
                 facts.append(("q_same", _SAME[name], s, t))
             else:
@@ -106,13 +116,6 @@ def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
         elif name == "object":
             if slot(args[0]) is None:
                 return None
-        elif name == "!=":
-            if not (_VARIABLE.match(args[0]) and _VARIABLE.match(args[1])):
-                return None
-            s, t = slot(args[0]), slot(args[1])
-            if s is None or t is None or s == t:
-                return None
-            facts.append(("q_distinct", min(s, t), max(s, t)))
         else:
             return None
     if target is None or len(slots) > MAX_SLOTS:
@@ -238,6 +241,4 @@ class EnvironmentSolver:
         """Brave consequences under ``assumptions``: ``(satisfiable, values, timed_out)``."""
         with self.lock:
             satisfiable, symbols, timed_out = solve_brave(self.control, assumptions, time_limit)
-        names = self.missing_values  # only missing/1 is shown
-        values = frozenset(names[s] if s in names else str(s.arguments[0]) for s in symbols)
-        return satisfiable, values, timed_out
+        return satisfiable, missing_values(symbols, self.missing_values), timed_out

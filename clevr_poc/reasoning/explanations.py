@@ -40,7 +40,7 @@ from clevr_poc.answer import Answer, Elimination, Explanation, Witness
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, SolverTimeoutError
 from clevr_poc.knowledge import read_asp
-from clevr_poc.queries.sanitizer import SanitizedQuery
+from clevr_poc.queries.query import SanitizedQuery, Term
 from clevr_poc.scene import Scene
 from clevr_poc.solver.control import make_control
 from clevr_poc.solver.programs import Program, scene_symbols
@@ -143,24 +143,19 @@ def _activated_constraints(rules: tuple[tuple[str, ...], ...]) -> str:
     return "\n".join(activated)
 
 
-#: Argument positions that hold objects, per query predicate.
-_OBJECT_POSITIONS = {"hasProperty": (0,), "at": (0,), "object": (0,), "sameProperty": (0, 1),
-                     **{name: (0, 1) for name in ("left", "right", "front", "behind", "same_color", "same_size",
-                                                  "same_shape", "same_material")}}
-
-
-def _target_variable(query: SanitizedQuery) -> str | None:
+def _target_variable(query: SanitizedQuery) -> Term | None:
     """The object term the answer is read from: X of ``hasProperty(X, attribute, Q)`` (or ``at(X, Q)``),
     or Q itself when Q stands for an object; None when there is none."""
-    head = query.head_variable
-    for name, args in query.atoms:
-        if name == "hasProperty" and args[2] == head and (query.attribute is None or args[1] == query.attribute):
+    head = query.head
+    for atom in query.atoms:
+        args = atom.terms
+        if atom.predicate == "hasProperty" and args[2] == head and (query.attribute is None or args[1] == query.attribute):
             return args[0]
-    for name, args in query.atoms:
-        if name == "at" and args[1] == head:
-            return args[0]
-    for name, args in query.atoms:
-        if any(args[i] == head for i in _OBJECT_POSITIONS.get(name, ())):
+    for atom in query.atoms:
+        if atom.predicate == "at" and atom.terms[1] == head:
+            return atom.terms[0]
+    for atom in query.atoms:
+        if head in atom.object_terms:
             return head
     return None
 
@@ -171,9 +166,10 @@ def candidate_values(query: SanitizedQuery, answer_values: frozenset[str], num_o
     value for ``hasProperty(X, P, Q)``, region ids for ``at(X, Q)``, object ids 0..N-1 where Q stands for
     an object; the intersection when Q occurs in several), in domain order, plus any answer value
     outside them (none for a correct reasoner)."""
-    head = query.head_variable
+    head = query.head
     domains: list[list[str]] = []
-    for name, args in query.atoms:
+    for atom in query.atoms:
+        name, args = atom.predicate, atom.terms
         if name == "hasProperty" and args[2] == head:
             attribute = args[1]
             if attribute in domain.DOMAINS:
@@ -182,7 +178,7 @@ def candidate_values(query: SanitizedQuery, answer_values: frozenset[str], num_o
                 domains.append([v for a in domain.ATTRIBUTES for v in domain.DOMAINS[a]])
         if name == "at" and args[1] == head:
             domains.append([str(r) for r in domain.REGIONS])
-        if any(args[i] == head for i in _OBJECT_POSITIONS.get(name, ())):
+        if head in atom.object_terms:
             domains.append([str(o) for o in range(num_objects)])
         if name == "sameProperty" and args[2] == head:
             domains.append(list(domain.ATTRIBUTES))
@@ -207,8 +203,7 @@ class _ExplainSolver:
         self.time_limit = time_limit
         background, self.background_names = activated_background()
         self.target = _target_variable(query)
-        witness = (f"witness({self.target},{query.head_variable}) :- {', '.join(query.literals)}."
-                   if self.target is not None else "")
+        witness = [query.rule("witness", (self.target, query.head))] if self.target is not None else []
         function, number = clingo.Function, clingo.Number
         facts = [function("constraint_id", [number(k)]) for k in range(len(environment.constraints))]
         facts += [function("background_rule_id", [number(b)]) for b in range(len(self.background_names))]
@@ -216,7 +211,7 @@ class _ExplainSolver:
         program = (Program().with_text("rules", background).with_knowledge("objects.lp")
                    .grounding("objects", environment.num_objects)
                    .with_text("rules", activated_constraints(environment))
-                   .with_facts(scene_symbols(scene)).with_query(query.text).with_text("rules", witness)
+                   .with_facts(scene_symbols(scene)).with_query(query.text).with_rules(witness)
                    .with_knowledge("explain.lp").with_facts(facts))
         if hidden is not None:
             program = program.grounding("hidden", hidden)

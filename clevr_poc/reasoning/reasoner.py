@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -27,11 +28,12 @@ from clevr_poc.answer import Answer
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError, SolverTimeoutError, UnsatisfiableError
 from clevr_poc.question import Question
-from clevr_poc.reasoning.compiled import MAX_SLOTS, EnvironmentSolver, compile_query
+from clevr_poc.reasoning.compiled import MAX_SLOTS, CompiledQuery, EnvironmentSolver, compile_query
 from clevr_poc.reasoning.isolated import solve_brave_isolated
-from clevr_poc.queries.sanitizer import MAX_OBJECT_VARIABLES, SanitizedQuery, sanitize_query
+from clevr_poc.queries.query import MAX_QUERY_OBJECT_VARIABLES, SanitizedQuery
+from clevr_poc.queries.sanitizer import sanitize_query
 from clevr_poc.scene import Scene
-from clevr_poc.solver.control import make_control
+from clevr_poc.solver.control import make_control, missing_values
 from clevr_poc.solver.programs import Program, environment_program, scene_symbols
 from clevr_poc.solver.watchdog import solve_brave
 
@@ -40,6 +42,9 @@ QueryLike = str | Question | SanitizedQuery
 #: Fewest query variables a compiled program is grounded for: a 1-slot program solves no faster than
 #: a 2-slot one, so one- and two-variable questions share it.
 MIN_SLOTS = 2
+#: Query texts whose checked value (and compiled form) a Reasoner keeps (LRU): a dataset's questions are
+#: answered again and again (evaluation runs, benchmarks) and the same text always gives the same value.
+QUERY_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -61,19 +66,20 @@ class Reasoner:
         isolate: run direct mode in a worker process (default True); False grounds in process, where
             the time limit cannot stop grounding (only for trusted, small queries).
         max_object_variables: most distinct object variables a query may use (default
-            :data:`~clevr_poc.queries.sanitizer.MAX_OBJECT_VARIABLES` = 6).
+            :data:`~clevr_poc.queries.query.MAX_QUERY_OBJECT_VARIABLES` = 6).
 
-    Every query goes through :func:`~clevr_poc.queries.sanitizer.sanitize_query`, a
-    :class:`SanitizedQuery` too (its text is checked again: a hand-built one is not trusted);
-    environments come as :class:`~clevr_poc.environments.Environment` objects (files are checked when
-    read).
+    Every query text goes through :func:`~clevr_poc.queries.sanitizer.sanitize_query` (the values of
+    the last :data:`QUERY_CACHE_SIZE` texts are kept); a :class:`SanitizedQuery` is used as it is (it
+    was checked when it was made, from text or from typed parts), its object variables counted against
+    ``max_object_variables``; environments come as :class:`~clevr_poc.environments.Environment` objects
+    (files are checked when read).
     """
 
     MODES = ("compiled", "direct")
 
     def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True, mode: str = "compiled",
                  cache_size: int = 64, isolate: bool = True,
-                 max_object_variables: int = MAX_OBJECT_VARIABLES) -> None:
+                 max_object_variables: int = MAX_QUERY_OBJECT_VARIABLES) -> None:
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
         if mode not in self.MODES:
@@ -88,16 +94,28 @@ class Reasoner:
         self._solvers_lock = threading.Lock()
         #: how many questions went through each mode (for benchmarks and diagnostics)
         self.counts = {"compiled": 0, "direct": 0}
+        self._sanitize_text = lru_cache(maxsize=QUERY_CACHE_SIZE)(self._sanitize_uncached)
+        self._compile = lru_cache(maxsize=QUERY_CACHE_SIZE)(compile_query)
 
     # ------------------------------------------------------------------ public API
     def sanitize(self, query: QueryLike) -> SanitizedQuery:
-        """The checked form of ``query`` (a string, a :class:`Question` or a :class:`SanitizedQuery`,
-        whose text is checked again: only the sanitizer's own output is ever solved)."""
+        """The checked form of ``query``: a string or a :class:`Question`'s ``asp_query`` through
+        :func:`sanitize_query` (with this reasoner's ``rename_head`` and ``max_object_variables``); a
+        :class:`SanitizedQuery` as it is, when it has at most ``max_object_variables`` object variables.
+
+        Raises:
+            UnsafeProgramError: the query is outside the query language or over the bound.
+        """
         if isinstance(query, SanitizedQuery):
-            query = query.text
-        elif isinstance(query, Question):
+            return query.within(self.max_object_variables)
+        if isinstance(query, Question):
             query = query.asp_query
-        return sanitize_query(query, rename_head=self.rename_head, max_object_variables=self.max_object_variables)
+        if not isinstance(query, str):
+            return self._sanitize_uncached(query)  # raises: not a string
+        return self._sanitize_text(query)
+
+    def _sanitize_uncached(self, text: str) -> SanitizedQuery:
+        return sanitize_query(text, rename_head=self.rename_head, max_object_variables=self.max_object_variables)
 
     def answer(self, environment: Environment, scene: Scene, query: QueryLike, *, strict: bool = False) -> Answer:
         """All values of the queried attribute consistent with environment + scene + query.
@@ -215,7 +233,7 @@ class Reasoner:
         return solver
 
     def _solve_compiled(self, environment: Environment, scene: Scene, query: SanitizedQuery) -> SolveResult | None:
-        compiled = compile_query(query)
+        compiled: CompiledQuery | None = self._compile(query)
         if compiled is None:
             return None
         solver = self.solver_for(environment, max(MIN_SLOTS, compiled.slots))
@@ -238,5 +256,4 @@ class Reasoner:
         satisfiable, symbols, timed_out = solve_brave(control, (), self.time_limit)
         if timed_out:
             raise SolverTimeoutError(f"clingo did not finish within {self.time_limit:g} s")
-        values = frozenset(str(sym.arguments[0]) for sym in symbols if sym.name == "missing" and sym.arguments)
-        return SolveResult(satisfiable, values)
+        return SolveResult(satisfiable, missing_values(symbols))

@@ -2,7 +2,7 @@
 
 Run as a script (``python solver_worker.py MEMORY_LIMIT_BYTES``), it imports nothing but the standard
 library, clingo and :mod:`clevr_poc.solver.control` (loaded by its file path, which imports only clingo:
-the same Control factory and program loader as in process). Messages on stdin/stdout are a 4-byte
+the same Control factory, program loader and answer reader as in process). Messages on stdin/stdout are a 4-byte
 big-endian length and a UTF-8 JSON object:
 
 - request ``{"program": {"parts": [[name, [], text], ...], "facts": [symbol text, ...], "ground":
@@ -96,7 +96,7 @@ def _solve(clingo, solver_control, request: dict) -> dict:
             result = handle.get()
         if result.interrupted:
             return {"timed_out": True}
-        values = sorted({str(s.arguments[0]) for s in last if s.name == "missing" and s.arguments})
+        values = sorted(solver_control.missing_values(last))
         return {"satisfiable": bool(result.satisfiable), "values": values, "timed_out": False}
     except MemoryError:
         return {"error": "clingo ran out of memory"}

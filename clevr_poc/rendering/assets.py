@@ -18,6 +18,11 @@ position ``(x, y, r)`` (the official code *adds* that to the location stored in 
 shifts official cones; see :mod:`clevr_poc.rendering.render`), and the render settings (samples,
 denoiser, size, colour management) are ours (:func:`clevr_poc.rendering.blender.configure`).
 
+The files are data, not programs (:mod:`clevr_poc.rendering.asset_safety`): a file linking another is
+refused before Blender opens it; after opening, the scene's compositor, sequencer and output settings are
+replaced by ours, and modifiers, constraints, drivers, images and handlers outside a short list are
+refused with :class:`AssetsError`; Blender's stdin is ``/dev/null`` meanwhile.
+
 Masks and boxes follow the files: each shape's mask is cast against the convex hull of the file's mesh
 (:func:`read_assets`), the camera is read from the file (lens, sensor, fit, pose).
 
@@ -34,8 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from clevr_poc.rendering import asset_safety as _safety
+from clevr_poc.rendering.asset_safety import AssetsError
 from clevr_poc.rendering.geometry import Camera
-from clevr_poc.rendering.render import RenderError
 from clevr_poc.rendering.shapes import Mesh
 from clevr_poc.rendering.styles import Light
 
@@ -45,10 +51,6 @@ SHAPE_OBJECTS: dict[str, str] = {"cube": "SmoothCube_v2", "sphere": "Sphere", "c
 #: Material -> node group name in ``materials/<name>.blend`` (official ``properties.json``).
 MATERIAL_GROUPS: dict[str, str] = {"rubber": "Rubber", "metal": "MyMetal"}
 BASE_SCENE = "base_scene.blend"
-
-
-class AssetsError(RenderError):
-    """``--assets DIR`` is not an official ``data/`` folder: a file, object or node group is missing."""
 
 
 @dataclass(frozen=True)
@@ -138,10 +140,12 @@ def _hull_mesh(points: np.ndarray) -> Mesh:
 
 
 def _load(path: Path, kind: str, name: str) -> Any:
-    """Append datablock ``name`` of ``kind`` (``objects``/``node_groups``) from ``path``; raises AssetsError."""
+    """Append datablock ``name`` of ``kind`` (``objects``/``node_groups``) from ``path`` and check what came
+    with it (:func:`asset_safety.check_loaded_data`); raises AssetsError."""
     import bpy
 
-    with bpy.data.libraries.load(str(path), link=False) as (source, target):
+    handlers = _safety.handler_counts()
+    with _safety.closed_stdin(), bpy.data.libraries.load(str(path), link=False) as (source, target):
         if name not in getattr(source, kind):
             raise AssetsError(f"{path}: has no {kind[:-1].replace('_', ' ')} named {name!r} "
                               f"(found: {sorted(getattr(source, kind))[:10]})")
@@ -149,23 +153,32 @@ def _load(path: Path, kind: str, name: str) -> Any:
     block = getattr(target, kind)[0]
     if block is None:
         raise AssetsError(f"{path}: cannot append {name!r}")
+    _safety.check_loaded_data(path, handlers)
     return block
 
 
 def read_assets(files: AssetFiles, *, width: int, height: int) -> OfficialFiles:
     """Open ``base_scene.blend`` (replacing Blender's current scene), read its camera and lights, and
-    append the four shapes (kept unlinked, for :func:`build_scene`) and read their meshes.
+    append the four shapes (kept unlinked, for :func:`build_scene`) and read their meshes. Every file is
+    checked (:mod:`clevr_poc.rendering.asset_safety`) before anything in it is evaluated.
 
     Raises:
-        AssetsError: a file that Blender cannot read, no camera, an object missing from its file.
+        AssetsError: a file that Blender cannot read, links another file or holds what asset files may not,
+            no camera, an object missing from its file.
     """
     import bpy
 
+    for path in (files.base_scene, *files.shapes.values(), *files.materials.values()):
+        _safety.check_links(path)
+    handlers = _safety.handler_counts()
     try:
-        bpy.ops.wm.open_mainfile(filepath=str(files.base_scene), load_ui=False)
+        with _safety.closed_stdin():
+            bpy.ops.wm.open_mainfile(filepath=str(files.base_scene), load_ui=False, use_scripts=False)
     except RuntimeError as exc:
         raise AssetsError(f"{files.base_scene}: Blender cannot open it ({exc})") from None
     scene = bpy.context.scene
+    _safety.own_scene_settings(scene)
+    _safety.check_loaded_data(files.base_scene, handlers)
     if scene.camera is None:
         raise AssetsError(f"{files.base_scene}: the scene has no camera")
     scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = width, height, 100

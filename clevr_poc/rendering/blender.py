@@ -315,13 +315,25 @@ def quiet_stdout(enabled: bool = True) -> Iterator[None]:
     import sys
 
     sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    with on_devnull(1, os.O_WRONLY):
+        yield
+
+
+@contextlib.contextmanager
+def on_devnull(fd: int, flags: int) -> Iterator[None]:
+    """File descriptor ``fd`` points at ``/dev/null`` (opened with ``flags``) inside the block and is
+    restored afterwards; nothing happens when ``fd`` is not open."""
     try:
-        os.dup2(devnull, 1)
+        saved = os.dup(fd)
+    except OSError:
+        yield
+        return
+    devnull = os.open(os.devnull, flags)
+    try:
+        os.dup2(devnull, fd)
         yield
     finally:
-        os.dup2(saved, 1)
+        os.dup2(saved, fd)
         os.close(saved)
         os.close(devnull)
 

@@ -509,7 +509,9 @@ def render_scene(
     objects = [_blender.BlenderObject(mesh, obj.color, obj.material, k + 1)
                for k, (mesh, obj) in enumerate(zip(meshes, scene.objects))]
     try:
-        with _deferred_interrupt() as interrupted, _blender.quiet_stdout(quiet):
+        from clevr_poc.rendering.asset_safety import closed_stdin
+
+        with _deferred_interrupt() as interrupted, _blender.quiet_stdout(quiet), closed_stdin():
             if official_files is not None:
                 _assets.build_scene(official_files, scene, lights, camera, st, cone_lift)
             else:

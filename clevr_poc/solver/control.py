@@ -1,7 +1,8 @@
-"""The one place that makes a ``clingo.Control`` and loads program parts into it.
+"""The one place that makes a ``clingo.Control``, loads program parts into it and reads the answer
+(``missing/1``) out of a solve.
 
 Imports only the standard library and clingo: the direct-mode worker process
-(:mod:`clevr_poc.reasoning.solver_worker`) loads this file by its path and uses the same two functions.
+(:mod:`clevr_poc.reasoning.solver_worker`) loads this file by its path and uses the same functions.
 
 clingo's logger aborts the interpreter when a message holds non-ASCII text, so every Control gets a
 logger (the silent one by default: grounder infos such as "atom does not occur" are not errors);
@@ -10,7 +11,7 @@ logger (the silent one by default: grounder infos such as "atom does not occur" 
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import clingo
 
@@ -47,3 +48,23 @@ def load_program(control: clingo.Control, parts: Iterable[tuple[str, Sequence[st
             for symbol in facts:
                 backend.add_rule([backend.add_atom(symbol)])
     control.ground([(name, [clingo.Number(n) for n in numbers]) for name, numbers in ground])
+
+
+def missing_values(symbols: Iterable[clingo.Symbol], names: Mapping[clingo.Symbol, str] | None = None) -> frozenset[str]:
+    """The answer in ``symbols`` (a model's shown symbols; of a brave enumeration's last model, the brave
+    consequences): the argument of every ``missing/1`` atom, as text (``missing(red)`` -> ``"red"``,
+    ``missing(3)`` -> ``"3"``).
+
+    Args:
+        names: optional ``missing(V)`` symbol -> ``"V"`` table of the grounded program (a dict look-up
+            instead of printing the symbol; symbols not in it are printed).
+    """
+    names = names or {}
+    values = set()
+    for symbol in symbols:
+        value = names.get(symbol)
+        if value is None and symbol.name == "missing" and len(symbol.arguments) == 1:
+            value = str(symbol.arguments[0])
+        if value is not None:
+            values.add(value)
+    return frozenset(values)

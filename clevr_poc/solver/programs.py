@@ -211,27 +211,58 @@ def environment_program(num_objects: int, constraints: str = "", *, knowledge: S
             .grounding("objects", num_objects))
 
 
+_OBJECT_FACTS = " ".join([f"hasProperty({{0}},{attribute},{{{k + 1}}})." for k, attribute in enumerate(domain.ATTRIBUTES)]
+                         + [f"at({{0}},{{{len(domain.ATTRIBUTES) + 1}}})."])
+_CONSTANTS: dict[str, clingo.Symbol] = {}
+_NUMBERS = [clingo.Number(i) for i in range(256)]
+
+
+def _constant(name: str) -> clingo.Symbol:
+    """``clingo.Function(name)``, made once per name (a clingo call costs more than the dict look-up)."""
+    symbol = _CONSTANTS.get(name)
+    if symbol is None:
+        symbol = clingo.Function(name)
+        if len(_CONSTANTS) < 1024:  # the domain's values; a stranger value is made each time
+            _CONSTANTS[name] = symbol
+    return symbol
+
+
 def _number(i: int) -> clingo.Symbol:
-    return clingo.Number(i)
+    return _NUMBERS[i] if 0 <= i < len(_NUMBERS) else clingo.Number(i)
 
 
 def scene_fact_groups(scene) -> list[tuple[clingo.Symbol, ...]]:
     """The facts of ``scene`` (a :class:`~clevr_poc.scene.Scene`) as symbols, in groups, one line each of
-    ``Scene.to_asp_facts()`` (SEMANTICS: scene facts): for every object ``i`` its five facts
-    ``hasProperty(i, attribute, value)`` for the four attributes and ``at(i, region)``; then, for every
-    relation and every ``i`` with a non-empty ``scene.relationships[rel][i]``, ``rel(i, j)`` for each j.
-    ``object/1`` comes from the environment's ``objects(N)``."""
+    :func:`scene_facts_text` (SEMANTICS: scene facts): for every object ``i`` its five facts
+    ``hasProperty(i, attribute, value)`` for the four attributes (:data:`clevr_poc.domain.ATTRIBUTES`
+    order) and ``at(i, region)``; then, for every relation and every ``i`` with a non-empty
+    ``scene.relationships[rel][i]``, ``rel(i, j)`` for each j. ``object/1`` comes from the environment's
+    ``objects(N)``."""
     function = clingo.Function
+    attributes = [(attribute, _constant(attribute)) for attribute in domain.ATTRIBUTES]
     groups: list[tuple[clingo.Symbol, ...]] = []
     for i, obj in enumerate(scene.objects):
         o = _number(i)
-        groups.append(tuple(function("hasProperty", [o, function(attribute), function(getattr(obj, attribute))])
-                            for attribute in domain.ATTRIBUTES) + (function("at", [o, _number(obj.region)]),))
+        groups.append(tuple(function("hasProperty", [o, name, _constant(getattr(obj, attribute))])
+                            for attribute, name in attributes) + (function("at", [o, _number(obj.region)]),))
     for rel in domain.RELATIONS:
         for i, row in enumerate(scene.relationships.get(rel, ())):
             if row:
                 groups.append(tuple(function(rel, [_number(i), _number(j)]) for j in row))
     return groups
+
+
+def scene_facts_text(scene) -> str:
+    """The text of :func:`scene_fact_groups` (what ``facts_text`` prints of each group, one line each,
+    every line ending in a newline; an empty scene: one newline), formatted from the scene's values
+    directly: ``Scene.to_asp_facts()`` and :attr:`~clevr_poc.answer.Answer.scene_facts` need no symbols."""
+    lines = [_OBJECT_FACTS.format(i, *(getattr(obj, a) for a in domain.ATTRIBUTES), obj.region)
+             for i, obj in enumerate(scene.objects)]
+    for rel in domain.RELATIONS:
+        for i, row in enumerate(scene.relationships.get(rel, ())):
+            if row:
+                lines.append(" ".join([f"{rel}({i},{j})." for j in row]))
+    return "\n".join(lines) + "\n"
 
 
 def object_symbols(scene) -> list[clingo.Symbol]:

@@ -41,6 +41,7 @@ import numpy as np
 from clevr_poc._io import atomic_write_bytes, atomic_write_json, read_json
 from clevr_poc.baselines.clip.encoders import EncoderSpec, FrozenEncoders, identity_hash
 from clevr_poc.baselines.clip.clip_errors import MissingImageError
+from clevr_poc.image_files import open_image, read_image_bytes, rgb_pixels
 from clevr_poc.errors import FormatError
 from clevr_poc.evaluation.metrics import to_multi_hot
 from clevr_poc.progress import progress_bar
@@ -233,7 +234,7 @@ class FeatureExtractor:
                     source=path or name, field="image_filename", value=name)
             return PLACEHOLDER_KEY, _placeholder
         path = Path(path)
-        data = path.read_bytes()
+        data = read_image_bytes(path)
         return f"sha1:{_sha1(data)}", lambda: _open_image(path, data)
 
     def question_key(self, example: Any) -> tuple[str, str]:
@@ -352,10 +353,7 @@ def _placeholder() -> Any:
 
 
 def _open_image(path: Path, data: bytes) -> Any:
-    from PIL import Image, UnidentifiedImageError
+    """RGB ``PIL.Image.Image`` of an image file's bytes (the library's one reader, :mod:`clevr_poc.image_files`)."""
+    from PIL import Image
 
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            return image.convert("RGB")
-    except (UnidentifiedImageError, OSError) as exc:
-        raise FormatError(f"cannot read the image ({exc.__class__.__name__})", source=path) from None
+    return Image.fromarray(rgb_pixels(open_image(data, where=path), where=path))

@@ -1,0 +1,66 @@
+"""``evaluate`` with missing or unreadable images (issue #26 item 9): the same rule for every model that
+reads images, default a one-line error naming the file before any model is loaded, with
+``--allow-missing-images`` a per-question failure whose cause is printed and kept in the report."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evaluate_cli_support import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE = ROOT / "tests" / "fixtures" / "official_release_small"
+
+
+@pytest.fixture
+def release(tmp_path) -> Path:
+    """A copy of the small official-layout release (its ``output/`` folder), images included."""
+    shutil.copytree(RELEASE, tmp_path / "release")
+    return tmp_path / "release" / "output"
+
+
+@pytest.mark.parametrize("model", [["--model", "ns-vqa", "--scene", "perception"],
+                                   ["--model", "vlm", "--backend", "openai:m@http://127.0.0.1:9"],
+                                   ["--model", "clip-nl", "--checkpoint", "nowhere"]])
+def test_a_dataset_without_rendered_images_is_a_one_line_error_for_every_image_model(release, capsys, model):
+    shutil.rmtree(release / "incomplete" / "images")
+    status, out, err = run_cli(["evaluate", "--dataset", str(release), "--split", "testing", *model], capsys)
+    assert status == 1 and out == [] and len(err) == 1, (out, err)
+    expected = release / "incomplete" / "images" / "testing" / "CLEVR_000000.png"
+    assert err[0].startswith(f"error: {expected}: the image is not rendered"), err[0]
+
+
+def test_an_unreadable_image_is_a_one_line_error_naming_it(release, capsys):
+    bad = release / "incomplete" / "images" / "testing" / "CLEVR_000001.png"
+    bad.write_bytes(bad.read_bytes()[:100])  # truncated
+    status, out, err = run_cli(["evaluate", "--dataset", str(release), "--split", "testing", "--model", "ns-vqa",
+                                "--scene", "perception"], capsys)
+    assert status == 1 and len(err) == 1 and err[0].startswith(f"error: {bad}: cannot read the image"), err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None
+                    or not (ROOT / "models/perception/perception.pt").is_file(),
+                    reason="needs torch and the shipped perception model")
+def test_allow_missing_images_makes_each_bad_image_a_reported_failure(release, tmp_path, capsys):
+    images = release / "incomplete" / "images" / "testing"
+    (images / "CLEVR_000000.png").unlink()
+    (images / "CLEVR_000001.png").write_bytes(b"not a png")
+    status, out, err = run_cli(["evaluate", "--dataset", str(release), "--split", "testing", "--model", "ns-vqa",
+                                "--scene", "perception", "--device", "cpu", "--limit", "3", "--allow-missing-images",
+                                "--out", str(tmp_path / "report"), "--no-plots"], capsys)
+    assert status == 0, err
+    failures = [line for line in out if line.startswith("image failure")]
+    assert len(failures) == 2
+    assert f"{images / 'CLEVR_000000.png'}: the image is not rendered" in failures[0]
+    assert f"{images / 'CLEVR_000001.png'}: cannot read the image" in failures[1]
+    assert "parse failures: 2 of 3 (scored as wrong)" in out
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["extra"]["image_failures"] == 2
+    errors = [example.get("error") or "" for example in report["examples"]]
+    assert errors[0] == failures[0].replace("image failure (scored as a failure): ", "image: ")
+    assert errors[1].startswith(f"image: {images / 'CLEVR_000001.png'}: cannot read the image") and errors[2] == ""
