@@ -43,7 +43,7 @@ def plot_coverage(report: CalibrationReport, path: str | os.PathLike[str], *, ti
     ax.plot([p.coverage for p in points], [p.jaccard for p in points], "-", alpha=0.7, label="Jaccard")
     a = report.at_coverage
     ax.plot([a.coverage], [a.exact_accuracy], "o", color="C3",
-            label=f"threshold {a.threshold:.3f}: {a.coverage:.1%} answered")
+            label=f"threshold {a.threshold:.4f}: {a.coverage:.1%} answered")
     ax.set_xlim(0, 1.02)
     ax.set_xlabel("coverage (share of questions answered)")
     ax.set_ylabel("score on the answered questions")
