@@ -4,6 +4,10 @@ Baselines, in the same process: the atomic write before the hardening (``tempfil
 no fsync) and a plain ``json.loads(path.read_text())``. Also times the refusal of a scene file over
 the ``scene_file_bytes`` cap (size check before reading).
 
+Batched writes (issue 27): the three files of ``--files`` dataset examples written one example at a time
+(``write_batch=1``: two fsyncs per file, the path before batching) and 32 at a time
+(:func:`clevr_poc.generation.dataset_writer.write_examples`), in the same run.
+
 ``--generation N`` also generates N examples twice in this process (1 environment, the default
 visibility check, and with ``--visibility-check off``), with the real ``os.fsync`` and with ``os.fsync``
 replaced by a no-op, to show what durability costs a real run.
@@ -56,6 +60,7 @@ def main() -> None:
         new = _per_file(lambda p: atomic_write_text(p, text), paths)
         print(f"atomic write of a {len(text)}-byte file: {1e3 * new:.3f} ms with fsync of file and folder, "
               f"{1e3 * old:.3f} ms before (mkstemp + rename): x{new / old:.1f}")
+        _batched_writes(root, text, args.files)
         plain = _per_file(lambda p: json.loads(p.read_text(encoding="utf-8")), paths)
         capped = _per_file(read_json, paths)
         print(f"JSON read: {1e6 * capped:.1f} us capped (fstat, bounded read, depth check), "
@@ -75,6 +80,25 @@ def main() -> None:
 
         if args.generation:
             _generation(root, args.generation)
+
+
+def _batched_writes(root: Path, text: str, count: int) -> None:
+    from clevr_poc.generation.dataset_writer import write_examples
+    from clevr_poc.generation.example_generation import GeneratedExample
+    from clevr_poc.generation.example_plan import ExampleSpec
+
+    results = [GeneratedExample(ExampleSpec(0, i, "train", i, "color"), text, text, text, "color", 1, 0, 0.0)
+               for i in range(count)]
+    timings = {}
+    for batch in (1, 32, 1, 32):  # alternated, twice: the machine is shared
+        out = root / f"batched-{batch}-{len(timings)}"
+        start = time.perf_counter()
+        for first in range(0, count, batch):
+            write_examples(out, results[first:first + batch])
+        timings.setdefault(batch, []).append((time.perf_counter() - start) / count)
+    one, many = min(timings[1]), min(timings[32])
+    print(f"dataset example (3 files) written durably: {1e3 * many:.2f} ms in batches of 32, {1e3 * one:.2f} ms "
+          f"one example at a time (best of 2): x{one / many:.1f}")
 
 
 def _generation(root: Path, examples: int) -> None:

@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 #: Names imported on first use (PEP 562), so ``import clevr_poc`` never imports torch or bpy.
-_LAZY = {"Pipeline": "clevr_poc.pipeline", "load_dataset": "clevr_poc.dataset_reader"}
+_LAZY = {"Pipeline": "clevr_poc.pipeline", "load_dataset": "clevr_poc.dataset_formats"}
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,13 @@ over the target (``os.replace``), and then the folder is ``fsync``-ed so that th
 loss. A reader never sees a partial file; a crash leaves the old file or the new one, and at worst a
 temp file.
 
+**Batched writes.** :func:`atomic_write_many` writes many files with the same guarantees for a fraction
+of the cost (two ``fsync`` calls per file are most of a dataset example's write time): every temp file
+is written and ``fsync``-ed first, then all are renamed in the given order, then each folder is
+``fsync``-ed once. A kill at any moment leaves every path with its old content or its new one; since
+the renames run in order, a path holding its new content means every path before it in the batch does
+too (after a power loss as well once the call has returned).
+
 **Stale temp files.** A hard kill (SIGKILL, power loss) can leave a temp file behind.
 :func:`remove_stale_temp_files` removes, in one folder, the temp files of this naming whose process is
 gone (or that are older than :data:`STALE_TEMP_AGE`), and the ``.<name>.<8 characters>.tmp`` files of
@@ -33,7 +40,7 @@ import secrets
 import stat
 import time
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterator, Sequence
 
 from clevr_poc import limits
 from clevr_poc.errors import FormatError
@@ -78,8 +85,12 @@ def _create_temp(path: Path) -> tuple[int, Path]:
             continue
 
 
-def _commit(tmp: Path, path: Path) -> None:
+def _rename(tmp: Path, path: Path) -> None:
     os.replace(tmp, path)
+
+
+def _commit(tmp: Path, path: Path) -> None:
+    _rename(tmp, path)
     _fsync_folder(path.parent)
 
 
@@ -162,6 +173,57 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` atomically (:func:`atomic_open`). Returns the path."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+#: Files :func:`atomic_write_many` holds open at once (its temp files are written in groups of this many).
+MANY_FILES_OPEN = 256
+
+
+def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], bytes]]) -> list[Path]:
+    """Write ``(path, data)`` pairs atomically and durably, in order, with one folder ``fsync`` per folder.
+
+    In groups of :data:`MANY_FILES_OPEN` files: each group's temp files (as :func:`atomic_open`'s) are
+    written, then ``fsync``-ed, then renamed over their paths in the given order; after the last group
+    each folder is ``fsync``-ed once. So after a kill at any moment each path holds its old content or
+    its new one (never a partial file), and a path holding its new content implies the same for every
+    path before it; once the call returns, all of them survive a power loss. A path given twice gets
+    its last data. After an exception the temp files not yet renamed are removed.
+
+    Returns:
+        the paths, in order.
+
+    Raises:
+        OSError: a folder cannot be created or written (the caller names the option/file).
+    """
+    paths = [Path(path) for path, _ in files]
+    folders: dict[Path, None] = {}
+    for start in range(0, len(paths), MANY_FILES_OPEN):
+        temps: list[tuple[int, Path, Path]] = []  # (fd or -1 once closed, temp, path) not yet renamed
+        try:
+            for path, (_, data) in zip(paths[start:start + MANY_FILES_OPEN], files[start:start + MANY_FILES_OPEN]):
+                fd, tmp = _create_temp(path)
+                temps.append((fd, tmp, path))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            for fd, _, _ in temps:
+                os.fsync(fd)
+            for index, (fd, tmp, path) in enumerate(temps):
+                os.close(fd)
+                temps[index] = (-1, tmp, path)
+            for _, tmp, path in list(temps):
+                _rename(tmp, path)
+                folders[path.parent] = None
+                del temps[0]
+        except BaseException:
+            for fd, tmp, _ in temps:
+                if fd >= 0:
+                    os.close(fd)
+                tmp.unlink(missing_ok=True)
+            raise
+    for folder in folders:
+        _fsync_folder(folder)
+    return paths
 
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = None) -> Path:
@@ -339,5 +401,5 @@ def read_json(path: str | os.PathLike[str], *, cap: str = "json_file_bytes", wha
 
 
 __all__ = ["LEGACY_TEMP_AGE", "LEGACY_TEMP_NAME", "STALE_TEMP_AGE", "TEMP_NAME", "atomic_open", "atomic_path",
-           "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "commit_temp", "decode_utf8", "is_stale_temp",
-           "loads_json", "new_temp_path", "read_bytes", "read_json", "read_text", "remove_stale_temp_files"]
+           "atomic_write_bytes", "atomic_write_json", "atomic_write_many", "atomic_write_text", "commit_temp",
+           "decode_utf8", "is_stale_temp", "loads_json", "new_temp_path", "read_bytes", "read_json", "read_text", "remove_stale_temp_files"]

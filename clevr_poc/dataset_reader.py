@@ -269,6 +269,8 @@ def load_dataset(path: str | os.PathLike[str], split: str | Sequence[str] | None
 
     Returns:
         :class:`Dataset` (a sequence of :class:`Example`); questions are read now, the rest lazily.
+        (:func:`clevr_poc.dataset_formats.load_dataset`, which ``clevr_poc.load_dataset`` is, also reads
+        Hugging Face exports.)
 
     Raises:
         FormatError: no such folder, no ``incomplete/questions``, an unknown split, no environment

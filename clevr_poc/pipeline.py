@@ -338,7 +338,8 @@ class Pipeline:
         used_scene = self._scene(image, env, scene, camera)
         return self._reason(env, used_scene, checked_query, explain)
 
-    def answer_batch(self, items: Iterable[Any], *, explain: bool = False, progress: bool = False) -> list[Answer]:
+    def answer_batch(self, items: Iterable[Any], *, explain: bool = False, progress: bool = False,
+                     workers: int = 1, executor: str = "local", ray_address: str | None = None) -> list[Answer]:
         """:meth:`answer` for many questions, in order; the questions are parsed in one batch.
 
         Args:
@@ -346,10 +347,14 @@ class Pipeline:
                 ``environment``, ``scene``, ``camera``, ``query``), tuples ``(image, question, environment)``
                 or dataset :class:`~clevr_poc.dataset_reader.Example` objects (see :meth:`PipelineInput.of`).
             explain: attach explanations (off by default: a few solver calls per question).
-            progress: show a tqdm progress bar.
+            progress: show a tqdm progress bar (one process only).
+            workers, executor, ray_address: with ``workers`` > 1 or ``executor="ray"``, perception,
+                decoding and reasoning run in worker processes, each holding a copy of the pipeline
+                (:mod:`clevr_poc.pipeline_workers`); the same answers.
 
         Raises:
             as :meth:`answer`; the exception names the item (``exc.__notes__``: ``"in item <i>"``).
+            ExecutorError: bad ``workers``/``executor``.
         """
         inputs = [self._input(item, i) for i, item in enumerate(items)]
         pending = [i for i, item in enumerate(inputs) if item.query is None]
@@ -366,6 +371,11 @@ class Pipeline:
                         exc.add_note(f"in item {i}")
                         raise
                 raise
+        if workers != 1 or executor != "local":
+            from clevr_poc.pipeline_workers import answer_in_workers
+
+            return answer_in_workers(self, inputs, queries, explain=explain, workers=workers, executor=executor,
+                                     ray_address=ray_address)
         answers = []
         bar = progress_bar(len(inputs), enabled=progress, description=self.name, unit="q")
         try:

@@ -117,7 +117,8 @@ class _Stop(Exception):
     pass
 
 
-def test_interrupted_run_resumes_to_the_same_bytes(reference, tmp_path):
+@pytest.mark.parametrize("write_batch, written_at_stop", [(1, 2), (4, 4)])
+def test_interrupted_run_resumes_to_the_same_bytes(reference, tmp_path, write_batch, written_at_stop):
     out = tmp_path / "data"
     written = []
 
@@ -127,12 +128,12 @@ def test_interrupted_run_resumes_to_the_same_bytes(reference, tmp_path):
             raise _Stop
 
     with pytest.raises(_Stop):
-        generate_dataset(out, workers=1, progress=False, on_example=stop_after_two, **SMALL)
+        generate_dataset(out, workers=1, progress=False, on_example=stop_after_two, write_batch=write_batch, **SMALL)
     questions = sorted(p.name for p in (out / "incomplete/questions").rglob("*.json"))
-    assert len(questions) == 2
+    assert len(questions) == written_at_stop  # on_example runs once the example's whole batch is written
     assert not [p for p in out.rglob("*") if p.name.startswith(".")]  # no temp files left
     summary = generate_dataset(out, workers=1, progress=False, **SMALL)
-    assert (summary.generated, summary.skipped) == (4, 2)
+    assert (summary.generated, summary.skipped) == (6 - written_at_stop, written_at_stop)
     assert tree(out) == tree(reference)
 
 
@@ -140,7 +141,8 @@ def test_killed_process_resumes_to_the_same_bytes(reference, tmp_path):
     """SIGKILL the generate command once question files appear, then run it again."""
     out = tmp_path / "data"
     command = [sys.executable, "-m", "clevr_poc", "generate", "--out", str(out), "--environments", "2",
-               "--scenes-per-environment", "3", "--seed", "7", "--no-progress", "--chunksize", "1"]
+               "--scenes-per-environment", "3", "--seed", "7", "--no-progress", "--chunksize", "1",
+               "--write-batch", "1"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     questions = out / "incomplete" / "questions"

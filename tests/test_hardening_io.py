@@ -267,16 +267,16 @@ def test_render_cleanup_knows_the_new_temp_names(tmp_path):
     assert remove_render_temps(tmp_path) == [png, scene]
 
 
-_KILL_AT_FOURTH_COMMIT = textwrap.dedent("""
+_KILL_AT_FOURTH_RENAME = textwrap.dedent("""
     import os, signal, sys
     import clevr_poc._io as io
-    real, count = io._commit, [0]
-    def commit(tmp, path):
+    real, count = io._rename, [0]
+    def rename(tmp, path):
         count[0] += 1
-        if count[0] == 4:  # manifest, environment, complete scene, then this partial scene: killed mid-write
+        if count[0] == 4:  # manifest, environment, complete scene 0, then partial scene 0: killed mid-batch
             os.kill(os.getpid(), signal.SIGKILL)
         real(tmp, path)
-    io._commit = commit
+    io._rename = rename
     from clevr_poc.commands.main import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -286,15 +286,19 @@ def test_generate_resumes_after_sigkill_and_removes_its_temp_file(tmp_path):
     out = tmp_path / "ds"
     argv = ["generate", "--out", str(out), "--environments", "1", "--scenes-per-environment", "2", "--seed", "3",
             "--splits", "test=1", "--no-visibility-check", "--no-progress", "--json"]
-    killed = subprocess.run([sys.executable, "-c", _KILL_AT_FOURTH_COMMIT, *argv], capture_output=True, text=True,
+    killed = subprocess.run([sys.executable, "-c", _KILL_AT_FOURTH_RENAME, *argv], capture_output=True, text=True,
                             timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    left = [p.relative_to(out).as_posix() for p in out.rglob("*.tmp")]
-    assert len(left) == 1 and left[0].startswith("incomplete/scenes/test/.CLEVR_000000.json."), left
+    # the batch's scene files are written (temp files) before any is renamed; no question file yet
+    left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.tmp"))
+    assert [name.split(".json.")[0] for name in left] == [
+        "complete/scenes/test/.CLEVR_000001", "incomplete/scenes/test/.CLEVR_000000",
+        "incomplete/scenes/test/.CLEVR_000001"], left
+    assert not (out / "incomplete" / "questions").exists()
     resumed = _cli(*argv, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     report = json.loads(resumed.stdout.strip().splitlines()[-1])
-    assert (report["stale_temp_files_removed"], report["generated"], report["skipped"]) == (1, 2, 0)
+    assert (report["stale_temp_files_removed"], report["generated"], report["skipped"]) == (3, 2, 0)
     assert not list(out.rglob("*.tmp"))
     assert sorted(p.name for p in (out / "incomplete" / "questions" / "test").iterdir()) == [
         "CLEVR_000000.json", "CLEVR_000001.json"]

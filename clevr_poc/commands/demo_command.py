@@ -165,11 +165,35 @@ def _scene_lines(scene: Any) -> list[str]:
 
 
 # ====================================================================== the run
-def run(args: argparse.Namespace) -> int:
-    check_requirements()
+def check_settings(args: argparse.Namespace) -> None:
+    """Every setting of the demo, checked before any work and before the plan is printed: positive counts,
+    the generation caps (``--environments`` and ``--environments x --questions``) and the ``samples`` cap of
+    :mod:`clevr_poc.limits`, and ``--device`` (when torch is installed; without it
+    :func:`check_requirements` names the missing extra).
+
+    Raises:
+        FormatError, DatasetConfigError, DeviceError: naming the option and the value.
+    """
+    from clevr_poc import limits
+    from clevr_poc.generation.dataset_config import check_generation_caps
+
     for option in ("environments", "questions", "samples"):
         _positive(getattr(args, option), f"--{option}")
+    check_generation_caps(args.environments, args.questions, flags=("--environments", "--questions"))
+    if args.samples > limits.cap("samples"):
+        raise FormatError(f"{args.samples:,} is over {limits.describe('samples')}", field="--samples")
+    if importlib.util.find_spec("torch") is not None:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts its OpenMP pool
+        from clevr_poc.perception.devices import resolve_device
+
+        resolve_device(getattr(args, "device", "auto"))
+
+
+def run(args: argparse.Namespace) -> int:
+    check_settings(args)
+    check_requirements()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts its OpenMP pool
+    from clevr_poc.commands.shared import check_output_folder
     from clevr_poc.pipeline import Pipeline, check_checkpoints, default_models_dir
 
     out = Path(args.out)
@@ -188,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
         find_assets(args.assets)
     look = (f"the official asset files in {args.assets}" if args.assets is not None
             else "the procedural official look (the release's: 320x320, official camera, lights, backdrop, shaders)")
+    check_output_folder(out, "--out")
 
     total = args.environments * args.questions
     _say(f"[1/4] generating {args.environments} environments x {args.questions} questions into {dataset_dir}")

@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -47,6 +49,7 @@ from clevr_poc.commands.shared import (add_command, check_output_file, check_out
                                       remove_stale_output_temps, split_examples, worker_count)
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError
+from clevr_poc.executors import EXECUTORS
 
 #: Models ``--model`` can run without training: NS-VQA with gold scene and gold ASP (§4.1.2; a self-check,
 #: must score 1.0) and the stand-alone LLM (§4.1.3, App. C.1; needs ``--backend``).
@@ -88,7 +91,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="JSON object: image_filename -> list of predicted values, or null (parse failure)")
     source.add_argument("--model", choices=MODELS + tuple(CLIP_MODELS),
                         help="run a model: ns-vqa-gold = gold partial scene + gold ASP query through the Reasoner; "
-                             "ns-vqa = NS-VQA with --scene and --query sources; llm-standalone = the App. C.1 prompt through --backend; "
+                             "ns-vqa = NS-VQA with --scene and --query sources (both default to gold: the gold partial scene and the gold ASP query, the same as ns-vqa-gold; "
+                             "--scene perception --query bilstm answers from pixels); llm-standalone = the App. C.1 prompt through --backend; "
                              "vlm = image + constraints + question through a vision-language --backend; clip-nl/clip-asp/clip-none "
                              "= a trained CLIP baseline (--checkpoint DIR)")
     nsvqa = parser.add_argument_group("ns-vqa")
@@ -115,7 +119,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                           "transformers:PATH_OR_HUB_ID")
     llm.add_argument("--max-tokens", type=positive_int, metavar="N",
                      help="reply length limit (default 256; the LLM parser's default 320)")
-    llm.add_argument("--workers", type=worker_count, default=1, metavar="W", help="parallel requests (default 1)")
     vlm = parser.add_argument_group("vlm")
     vlm.add_argument("--prompt", choices=("direct", "list-then-reason"), default="direct",
                      help="VLM prompt: answer directly (default) or first list every visible object, then reason "
@@ -139,6 +142,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     probabilistic.add_argument("--abstain-below", type=float, metavar="P",
                                help="with --answer-rule: abstain (no answer, scored by --parse-failures) when the "
                                     "probability that the answer is exactly right is below P, in [0, 1]")
+    workers = parser.add_argument_group("workers")
+    workers.add_argument("--workers", type=worker_count, default=1, metavar="W",
+                         help="parallel LLM/VLM requests (llm-standalone, vlm, ns-vqa --query llm); for every other "
+                              "model, worker processes that each load the model once, examples of one environment "
+                              "in one worker, the same answers (default 1)")
+    workers.add_argument("--executor", choices=EXECUTORS, default="local",
+                         help="where the worker processes run: local (default) or ray (pip install '.[scale]')")
+    workers.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: a Ray cluster (default: start "
+                                                               "a local Ray instance)")
     parser.add_argument("--out", metavar="DIR", help="write report.json, predictions.json, table2.md, breakdowns.md and plots/")
     parser.add_argument("--name", metavar="NAME", help="model name in the report and tables")
     parser.add_argument("--parse-failures", choices=("wrong", "exclude"), default="wrong",
@@ -311,13 +323,23 @@ def _vlm_extra(model: Any, report: Any, examples: list[Any]) -> dict[str, Any]:
     return extra
 
 
+def _pooled(args: argparse.Namespace) -> bool:
+    """Whether the model runs in worker processes (:class:`~clevr_poc.evaluation.model_pool.ModelPool`):
+    ``--workers`` > 1 or ``--executor ray``, for every model but the LLM/VLM ones (whose ``--workers`` are
+    parallel requests)."""
+    local = args.model in CLIP_MODELS or (args.model in ("ns-vqa", "ns-vqa-gold")
+                                          and getattr(args, "query", "gold") != "llm")
+    return local and (args.workers > 1 or args.executor == "ray")
+
+
 def _batch_size(args: argparse.Namespace) -> int:
-    """Examples per ``predict_batch`` call (and per --checkpoint flush): CLIP and local NS-VQA batch widely;
-    LLM requests are flushed every ``4 * --workers`` answers so an interrupted run loses little."""
+    """Examples per ``predict_batch`` call (and per --checkpoint flush): CLIP and local NS-VQA batch widely
+    (64 per worker process); LLM requests are flushed every ``4 * --workers`` answers so an interrupted run
+    loses little."""
     if args.model in CLIP_MODELS:
-        return 256
+        return 256 * (args.workers if _pooled(args) else 1)
     if args.model in ("ns-vqa", "ns-vqa-gold") and getattr(args, "query", "gold") != "llm":
-        return 64
+        return 64 * (args.workers if _pooled(args) else 1)
     return max(1, 4 * args.workers)
 
 
@@ -371,7 +393,16 @@ def run(args: argparse.Namespace) -> int:
             raise FormatError(str(exc), source=args.predictions) from None
     else:
         image_failures = _image_failures(args, examples)  # before any model is loaded
-        model = _model(args)
+        model = _model(args)  # built here too when pooled: its errors are one line, and it names the run
+        if args.model == "ns-vqa" and args.scene == "gold" and args.query == "gold":
+            print("note: --model ns-vqa with the default --scene gold --query gold uses the gold partial scene and "
+                  "the gold ASP query (= ns-vqa-gold); from pixels: --scene perception --query bilstm", file=sys.stderr)
+        if _pooled(args):
+            from clevr_poc.evaluation.evaluator import model_name
+            from clevr_poc.evaluation.model_pool import ModelPool, ModelRecipe
+
+            model = ModelPool(ModelRecipe(_model, (args,)), workers=args.workers, executor=args.executor,
+                              ray_address=args.ray_address, name=model_name(model)).start()  # loads aside
         if image_failures:
             from clevr_poc.evaluation.image_checks import ImageCheckedModel
 
@@ -381,9 +412,10 @@ def run(args: argparse.Namespace) -> int:
         clip = args.model in CLIP_MODELS  # --checkpoint is the model folder, not a predictions file
         cached = 0 if clip or not args.checkpoint else _cached(args.checkpoint, model, examples)
         started = time.perf_counter()
-        report = evaluate(runner, examples, progress=args.progress, split=args.split,
-                          parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
-                          batch_size=_batch_size(args))
+        with model if _pooled(args) else nullcontext():
+            report = evaluate(runner, examples, progress=args.progress, split=args.split,
+                              parse_failures=args.parse_failures, checkpoint=None if clip else args.checkpoint,
+                              batch_size=_batch_size(args))
         seconds = time.perf_counter() - started
         asked = report.n - cached  # questions sent to the model in this run (the rest came from --checkpoint)
         extra = {**report.extra, "seconds": round(seconds, 3),

@@ -59,6 +59,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--ray-address", default=None, metavar="ADDR",
                         help="Ray cluster address (default: start a local Ray instance)")
     parser.add_argument("--chunksize", default="4", metavar="C", help="examples per worker task (default: 4)")
+    parser.add_argument("--write-batch", default="32", metavar="B",
+                        help="examples written to disk at once, durably (default: 32; a kill loses at most one "
+                             "batch of finished examples; the files do not depend on it)")
     parser.add_argument("--visibility-check", default="both", choices=("both", "partial", "off"),
                         help="check layouts from the render camera: every object of the complete image "
                              "('both', default; implies the partial image), the partial image only ('partial'), "
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     seed = _integer(args.seed, "--seed")
     workers = _integer(args.workers, "--workers", 1, "workers")
     chunksize = _integer(args.chunksize, "--chunksize", 1, "examples")
+    write_batch = _integer(args.write_batch, "--write-batch", 1, "examples")
     splits = parse_shares(args.splits, what="--splits")
     query_shares = parse_shares(args.query_shares, what="--query-shares")
     if args.executor not in EXECUTORS:
@@ -148,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
             args.out, environments=environments, scenes_per_environment=scenes, seed=seed, splits=splits,
             query_shares=query_shares, workers=workers, executor=args.executor, ray_address=args.ray_address,
             progress=not args.no_progress, chunksize=chunksize, visibility_check=args.visibility_check,
-            min_visible_pixels=min_pixels)
+            min_visible_pixels=min_pixels, write_batch=write_batch)
         rendered = None
         if args.render:
             from clevr_poc.rendering.batch_render import render_dataset

@@ -16,12 +16,12 @@ from typing import Callable, Sequence
 from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, run_guarded
 
 #: Sub-commands (modules ``clevr_poc.commands.<name>_command``), in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo")
+COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo", "export", "explore")
 #: The extra (``pip install 'clevr-poc[EXTRA]'``) that installs each optional module the commands import.
 MODULE_EXTRAS: dict[str, str] = {
     "tqdm": "generate", "matplotlib": "generate", "scipy": "generate", "bpy": "render", "PIL": "vision",
     "torch": "vision", "torchvision": "vision", "open_clip": "clip", "transformers": "clip", "openai": "llm",
-    "llama_cpp": "llm", "ray": "scale",
+    "llama_cpp": "llm", "ray": "scale", "datasets": "hf", "pyarrow": "hf", "gradio": "explore",
 }
 #: Commands whose own extra installs everything they need (named instead of the module's extra).
 COMMAND_EXTRAS: dict[str, tuple[str, frozenset[str]]] = {
@@ -66,11 +66,23 @@ def run_parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
     """``run(args)`` for ``argv`` parsed by ``parser`` (a command line with sub-commands, each setting
     ``func``); without a sub-command the help goes to stderr and the status is ``EXIT_USAGE`` (2).
     Used by :func:`main` and ``python -m clevr_poc.mcot`` (:mod:`clevr_poc.commands.mcot_command`)."""
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the sub-command's own parser, which points at `COMMAND --help`
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     return run(args)
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the sub-command ``args`` chose (``parser`` itself when none was chosen)."""
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its sub-parsers there
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            chosen = getattr(args, action.dest or "", None)
+            if chosen in action.choices:
+                return _command_parser(action.choices[chosen], args)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -90,20 +90,38 @@ def _bilstm(path: str) -> _Parser:
         except ImportError:
             raise FormatError("the BiLSTM parser is not available in this installation", field="--parser",
                               value=path) from None
+    from clevr_poc.parsing.question_words import UnreadableQuestionError, check_question_words
+
     model = BiLSTMParser.from_pretrained(path)
+    read: list = []  # QuestionWords of the questions parsed so far
 
     def parse_batch(questions: list[str]) -> list[tuple[str | None, str | None]]:
         from clevr_poc.reasoning import sanitize_query
 
-        results: list[tuple[str | None, str | None]] = []
-        for text in model.parse_batch(questions):
+        results: list[tuple[str | None, str | None]] = [(None, None)] * len(questions)
+        readable = []
+        for i, question in enumerate(questions):
+            try:  # too long, or mostly words the parser never saw: refused, not guessed
+                read.append(check_question_words(model.vocabulary, question,
+                                                 max_words=model.config.max_question_words))
+                readable.append(i)
+            except UnreadableQuestionError as exc:
+                results[i] = (None, str(exc))
+        for i, text in zip(readable, model.parse_batch([questions[i] for i in readable])):
             try:
-                results.append((sanitize_query(text).text, None))
+                results[i] = (sanitize_query(text).text, None)
             except UnsafeProgramError as exc:  # the grammar-constrained decoder should rule this out
-                results.append((None, str(exc)))
+                results[i] = (None, str(exc))
         return results
 
-    return _Parser(f"bilstm:{path}", parse_batch, lambda: "")
+    def summary() -> str:
+        unknown = [w for w in read if w.unknown]
+        if len(read) == 1:
+            return read[0].describe()
+        return (f"{len(unknown)} question(s) with words the parser did not know "
+                f"({sum(len(w.unknown) for w in unknown)} of {sum(w.words for w in read)} words)") if unknown else ""
+
+    return _Parser(f"bilstm:{path}", parse_batch, summary)
 
 
 def _llm(args: argparse.Namespace) -> _Parser:
@@ -156,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
     if args.question is not None:
         if not args.question.strip():
             raise FormatError("empty question", field="--question")
+        from clevr_poc.parsing.question_words import MAX_QUESTION_CHARS
+
+        if len(args.question) > MAX_QUESTION_CHARS:
+            raise FormatError(f"{len(args.question):,} characters is over the {MAX_QUESTION_CHARS:,} a question "
+                              "may have", field="--question")
         rows = [{"question": args.question}]
     else:
         rows = read_questions_jsonl(args.questions)  # every line is checked before a model is loaded
@@ -165,6 +188,9 @@ def run(args: argparse.Namespace) -> int:
         asp_query, error = results[0]
         if asp_query is None:
             raise ClevrPocError(f"could not parse the question: {error}")
+        note = parser.summary()
+        if note and parser.name.startswith("bilstm:"):
+            print(f"note: {note}", file=sys.stderr)
         print(asp_query)
         return 0
     failures = 0

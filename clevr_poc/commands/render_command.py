@@ -98,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
             raise RenderError(f"--{option}: {value:,} is over {limits.describe(cap)}")
     if args.limit is not None and args.limit < 0:
         raise RenderError(f"--limit: must be >= 0, got {args.limit}")
+    from clevr_poc.commands.shared import require_dataset_folder
+
+    require_dataset_folder(args.dataset)  # worded as evaluate's --dataset
     try:
         summary = render_dataset(
             args.dataset, splits=args.split, complete=args.complete, samples=args.samples, width=args.width,

@@ -83,6 +83,18 @@ def int_in_range(minimum: int, cap_name: str) -> Callable[[str], int]:
 worker_count = int_in_range(1, "workers")
 
 
+def require_dataset_folder(dataset: str | os.PathLike[str]) -> Path:
+    """``dataset`` as a :class:`Path`, checked to be a folder: every command's ``--dataset`` (``evaluate``,
+    ``render``, ``export``, ``explore``) words a missing one the same way, ``error: DIR: dataset folder not found``.
+
+    Raises:
+        FormatError: no such folder.
+    """
+    if not Path(dataset).is_dir():
+        raise FormatError("dataset folder not found", source=dataset)
+    return Path(dataset)
+
+
 def split_examples(dataset: str | os.PathLike[str], split: str, limit: int | None = None) -> list[Any]:
     """The examples (:class:`~clevr_poc.dataset_reader.Example`) of one split of a dataset folder, the
     first ``limit`` of them when given.
@@ -91,11 +103,10 @@ def split_examples(dataset: str | os.PathLike[str], split: str, limit: int | Non
         FormatError: no such folder, an unknown split, ``limit`` below 1, or a split without questions.
     """
     try:
-        from clevr_poc.dataset_reader import load_dataset
+        from clevr_poc.dataset_formats import load_dataset  # our and the official layout, HF exports
     except ImportError as exc:  # pragma: no cover - only in a broken installation
         raise ClevrPocError(f"cannot load datasets: {exc}") from None
-    if not Path(dataset).is_dir():
-        raise FormatError("dataset folder not found", source=dataset)
+    require_dataset_folder(dataset)
     if limit is not None and limit < 1:
         raise FormatError("must be a positive integer", field="--limit", value=limit)
     data = load_dataset(dataset, split)

@@ -48,11 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m clevr_poc.train_parser",
         description="Train the BiLSTM seq2seq question parser (NS-VQA): supervised pretraining on N "
                     "(question, ASP) pairs, then REINFORCE on (question, answer) pairs.",
-        epilog="example: python -m clevr_poc.train_parser --dataset clevr-poc --out models/parser_bilstm "
+        epilog="example: python -m clevr_poc.train_parser --dataset clevr-poc --out runs/parser_bilstm "
                "--pretrain-pairs 1000 --reinforce-steps 200 --reward exact --seed 0",
     )
     p.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (ours or the official layout)")
     p.add_argument("--out", required=True, metavar="PATH", help="output folder (parser, report.json, checkpoints)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the parser in a non-empty --out (e.g. models/parser_bilstm): its weights, "
+                        "vocabulary, report and model card; without it such a folder is refused (a folder "
+                        "with an interrupted run's checkpoints/ is resumed)")
     p.add_argument("--pretrain-pairs", type=positive_int, default=1000, metavar="N",
                    help="(question, ASP) pairs from the train split for supervised pretraining (default 1000)")
     p.add_argument("--pretrain-steps", type=non_negative_int, default=600, metavar="S",
@@ -118,7 +122,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(report, indent=2))
         return 0
 
-    return run_guarded(with_checked_outputs(lambda _: train(), args, folders=("out",)),
+    def checked_train() -> int:
+        from clevr_poc.parsing.checkpoint_folder import prepare_checkpoint_folder
+
+        removed = prepare_checkpoint_folder(args.out, overwrite=args.overwrite)
+        if removed:
+            print(f"--overwrite: removed {', '.join(removed)} from {args.out}", file=sys.stderr)
+        return with_checked_outputs(lambda _: train(), args, folders=("out",))()
+
+    return run_guarded(checked_train,
                        interrupted="interrupted (rerun the same command to resume from the last checkpoint)",
                        missing_module=lambda exc: f"training the parser needs {exc.name} (pip install 'clevr-poc[vision]')")
 

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from clevr_poc._io import atomic_write_json, atomic_write_text, read_json, remove_stale_temp_files
+from clevr_poc._io import atomic_write_json, atomic_write_many, atomic_write_text, read_json, remove_stale_temp_files
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
 from clevr_poc.generation.dataset_config import (
@@ -221,12 +221,30 @@ def _done(out_dir: Path, specs: list[ExampleSpec]) -> set[tuple[str, int]]:
     return done
 
 
-def _write_example(out_dir: Path, result: GeneratedExample) -> None:
-    spec = result.spec
-    atomic_write_text(out_dir / "complete" / "scenes" / spec.split / spec.file_name, result.complete_json)
-    atomic_write_text(out_dir / "incomplete" / "scenes" / spec.split / spec.file_name, result.partial_json)
-    # the question file marks the example done: written last
-    atomic_write_text(out_dir / "incomplete" / "questions" / spec.split / spec.file_name, result.question_json)
+#: Examples written per batch by :func:`generate_dataset` (:func:`write_examples`); a kill loses at most
+#: the batch being written (measured: ``benchmarks/generation.py``, docs/benchmarks.md, issue 27).
+DEFAULT_WRITE_BATCH = 32
+
+
+def write_examples(out_dir: str | os.PathLike[str], results: Iterable[GeneratedExample]) -> None:
+    """Write the three files of each example, durably and in order, with two batched writes
+    (:func:`clevr_poc._io.atomic_write_many`): first both scene files of every example, then the
+    question files (which mark the examples done). After a kill at any moment every example is whole
+    (its three files) or absent (no question file: resume generates it again), and the question files
+    present are a prefix of ``results``."""
+    out_dir = Path(out_dir)
+    scenes: list[tuple[Path, bytes]] = []
+    questions: list[tuple[Path, bytes]] = []
+    for result in results:
+        spec = result.spec
+        scenes.append((out_dir / "complete" / "scenes" / spec.split / spec.file_name,
+                       result.complete_json.encode("utf-8")))
+        scenes.append((out_dir / "incomplete" / "scenes" / spec.split / spec.file_name,
+                       result.partial_json.encode("utf-8")))
+        questions.append((out_dir / "incomplete" / "questions" / spec.split / spec.file_name,
+                          result.question_json.encode("utf-8")))
+    atomic_write_many(scenes)
+    atomic_write_many(questions)  # the question file marks the example done: written last
 
 
 def generate_dataset(
@@ -247,6 +265,7 @@ def generate_dataset(
     visibility_check: str = "both",
     min_visible_pixels: int | None = None,
     visibility_relayouts: int = DEFAULT_VISIBILITY_RELAYOUTS,
+    write_batch: int = DEFAULT_WRITE_BATCH,
 ) -> DatasetSummary:
     """Generate (or finish) a CLEVR-POC dataset in ``out_dir``; see the module docstring.
 
@@ -262,10 +281,13 @@ def generate_dataset(
         max_attempts: attempts per example and attribute before falling back to another attribute.
         progress: show tqdm progress bars.
         chunksize: examples per worker task.
-        on_example: called after each example is written (e.g. to report progress or, in tests, to stop).
+        on_example: called after each example is written (e.g. to report progress or, in tests, to stop);
+            the examples of one write batch are all written before it is called for the first of them.
         visibility_check: ``"both"`` (default), ``"partial"`` or ``"off"`` (module docstring).
         min_visible_pixels: pixels each checked object must cover (default: the renderer's, 40 at 320 x 240).
         visibility_relayouts: re-placements of a scene graph failing the check before it is redrawn.
+        write_batch: examples written at once (>= 1; :func:`write_examples`): a kill loses at most
+            this many finished examples; it does not change the files.
 
     Returns:
         :class:`DatasetSummary`.
@@ -283,6 +305,8 @@ def generate_dataset(
                            visibility_check=visibility_check, min_visible_pixels=min_visible_pixels,
                            visibility_relayouts=visibility_relayouts)
     ExecutorConfig(workers, executor, ray_address)  # validate before touching the folder
+    if isinstance(write_batch, bool) or not isinstance(write_batch, int) or write_batch < 1:
+        raise DatasetConfigError(f"write_batch must be a positive integer, got {write_batch!r}")
     out_dir = Path(out_dir)
     _open_folder(out_dir, config)
     stale = remove_stale_generation_temps(out_dir)  # a killed run's leftovers (SIGKILL, power loss)
@@ -304,17 +328,31 @@ def generate_dataset(
                  for s in specs if (s.split, s.image_index) not in done]
         attempts = fallbacks = layouts_checked = rejections = 0
         visibility_seconds = 0.0
-        for result in map_ordered(generate_example, tasks, workers=workers, executor=executor,
-                                  ray_address=ray_address, chunksize=chunksize,
-                                  progress="questions" if progress else False):
-            _write_example(out_dir, result)
-            attempts += result.attempts
-            fallbacks += result.query_attribute != result.spec.query_attribute
-            layouts_checked += result.layouts_checked
-            rejections += result.visibility_rejections
-            visibility_seconds += result.visibility_seconds
+        batch: list[GeneratedExample] = []
+
+        def flush() -> None:
+            written = list(batch)
+            batch.clear()
+            write_examples(out_dir, written)
             if on_example is not None:
-                on_example(result)
+                for done_example in written:
+                    on_example(done_example)
+
+        try:
+            for result in map_ordered(generate_example, tasks, workers=workers, executor=executor,
+                                      ray_address=ray_address, chunksize=chunksize,
+                                      progress="questions" if progress else False):
+                batch.append(result)
+                attempts += result.attempts
+                fallbacks += result.query_attribute != result.spec.query_attribute
+                layouts_checked += result.layouts_checked
+                rejections += result.visibility_rejections
+                visibility_seconds += result.visibility_seconds
+                if len(batch) >= write_batch:
+                    flush()
+        finally:  # the examples finished before an error or an interrupt are kept
+            if batch:
+                flush()
         examples_seconds = time.perf_counter() - started
 
     started = time.perf_counter()

@@ -13,6 +13,7 @@ import torch
 
 from clevr_poc._io import atomic_open, atomic_write_json
 from clevr_poc.errors import FormatError
+from clevr_poc.parsing.checkpoint_folder import remove_stale_cards
 from clevr_poc.parsing.reinforce import ReinforceSettings, ReinforceState, reinforce
 from clevr_poc.parsing.seq2seq import BiLSTMParser, ParserConfig
 from clevr_poc.parsing.supervised_training import Evaluation, draw_pairs, evaluate, load_pairs, pretrain
@@ -141,7 +142,7 @@ class TrainingRun:
         torch.set_num_threads(s.threads)
         log = self.log
         log(f"loading {s.dataset}")
-        train = load_pairs(s.dataset, "train")
+        train = _train_pairs(s.dataset)
         pretrain_pairs = draw_pairs(train, s.pretrain_pairs, s.seed)
         evaluation_pairs = load_pairs(s.dataset, s.eval_split)
         if s.eval_limit is not None:
@@ -246,6 +247,8 @@ class TrainingRun:
             self._save_checkpoint(parser, optimizer, "done", 0, report)
         parser.save_pretrained(self.out, fp16=s.fp16)
         atomic_write_json(self.out / REPORT, report, indent=2)
+        for name in remove_stale_cards(self.out):  # they described the parser these weights replaced
+            log(f"removed the stale {name} of the parser this run replaced")
         if not s.keep_checkpoints:
             (self.out / CHECKPOINT).unlink(missing_ok=True)
             try:
@@ -254,6 +257,22 @@ class TrainingRun:
                 pass
         log(f"parser written to {self.out}")
         return report
+
+
+#: The command that makes a dataset with a train split (the hint when a dataset has none).
+MAKE_TRAIN_SPLIT = ("python -m clevr_poc generate --out DIR --environments 30 --scenes-per-environment 70 --seed 0 "
+                    "--splits train=0.8,test=0.2")
+
+
+def _train_pairs(dataset: str) -> list:
+    """The train split's pairs; a dataset without one (the demo's has only ``test``) gets a hint."""
+    try:
+        return load_pairs(dataset, "train")
+    except FormatError as exc:
+        if exc.field != "split":
+            raise
+        raise FormatError(f"{exc.message}; the parser trains on a 'train' split: make a dataset with one, e.g. "
+                          f"{MAKE_TRAIN_SPLIT}", source=exc.source, field="split", value="train") from None
 
 
 class _Clock:
