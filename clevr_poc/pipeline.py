@@ -423,21 +423,20 @@ class Pipeline:
         from clevr_poc.evaluation.report import Prediction
 
         examples = list(examples)
-        out = []
-        for example, query in zip(examples, self._example_queries(examples)):
-            if isinstance(query, Prediction):
-                out.append(query)
-                continue
-            try:
-                scene = self.scene_of(example)
-            except ClevrPocError as exc:
-                out.append(Prediction(None, f"perception failed: {_short(exc)}", query))
-                continue
-            if scene is None:
-                out.append(Prediction(None, "perception produced no scene", query))
-                continue
-            out.append(reasoned_prediction(self.reasoner, example.environment, scene, query))
-        return out
+        return [query if isinstance(query, Prediction) else self._predict_example(example, query)
+                for example, query in zip(examples, self._example_queries(examples))]
+
+    def _predict_example(self, example: Any, query: str) -> "Prediction":
+        """The prediction of one example whose query is known (perception failures are its ``error``)."""
+        from clevr_poc.evaluation.report import Prediction
+
+        try:
+            scene = self.scene_of(example)
+        except ClevrPocError as exc:
+            return Prediction(None, f"perception failed: {_short(exc)}", query)
+        if scene is None:
+            return Prediction(None, "perception produced no scene", query)
+        return reasoned_prediction(self.reasoner, example.environment, scene, query)
 
     def scene_of(self, example: Example) -> Scene | None:
         """The partial scene the pipeline answers a dataset example with (:attr:`scenes`): its gold

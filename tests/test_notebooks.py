@@ -67,6 +67,8 @@ def test_quickstart_runs_on_a_tiny_dataset(tmp_path, monkeypatch):
     assert f"Answer: {sorted(question.answer)} | gold: {sorted(question.answer)}" in text
     assert "Possible " in text  # the explanation
     assert "2 questions over 1 environments" in text
+    assert "Confident:\nAnswer (map): " in text and "(P(exactly right) = 1.00" in text     # issue #24
+    assert "):\nAnswer (most-probable-set): " in text and "hangs on object " in text
     if importlib.util.find_spec("bpy") is None:
         assert "bpy is not installed: skipping rendering" in text
 

@@ -141,6 +141,16 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                         help="models that read images (ns-vqa --scene perception, vlm, clip-*): score a question "
                              "whose image is missing or unreadable as a failure, its cause printed and in the "
                              "report (default: stop with an error naming the file)")
+    probabilistic = parser.add_argument_group("ns-vqa answers with probabilities (issue #24)")
+    probabilistic.add_argument("--answer-rule", choices=("map", "most-probable-set", "expected-jaccard"),
+                               help="answer over the k most probable consistent scenes and pick the set by this rule; "
+                                    "reports ECE, Brier score and accuracy against coverage (report.json 'calibration', "
+                                    "plots/reliability.png, plots/coverage.png)")
+    probabilistic.add_argument("--top-k", type=positive_int, default=16, metavar="K",
+                               help="with --answer-rule: scenes per question (default 16)")
+    probabilistic.add_argument("--abstain-below", type=float, metavar="P",
+                               help="with --answer-rule: abstain (no answer, scored by --parse-failures) when the "
+                                    "probability that the answer is exactly right is below P, in [0, 1]")
     workers = parser.add_argument_group("workers")
     workers.add_argument("--workers", type=worker_count, default=1, metavar="W",
                          help="parallel LLM/VLM requests (llm-standalone, vlm, ns-vqa --query llm); for every other "
@@ -260,7 +270,12 @@ def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
     names = {"gold": "gold scene", "perception": "perception"}
     name = args.name or (f"NS-VQA ({names[args.scene]}, "
                          f"{'gold ASP' if parser is None else parser.name + ' parser'})")
-    return Pipeline(perception, parser, name=name, camera_source=args.camera)
+    pipeline = Pipeline(perception, parser, name=name, camera_source=args.camera)
+    if args.answer_rule is None:
+        return pipeline
+    from clevr_poc.probabilistic_pipeline import DistributionSettings, ProbabilisticPipeline
+
+    return ProbabilisticPipeline.from_pipeline(pipeline, DistributionSettings(k=args.top_k, rule=args.answer_rule))
 
 
 def _vlm_extra(model: "VLMBaseline", report: "EvaluationReport", examples: list["Example"]) -> dict[str, Any]:
@@ -331,6 +346,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads < 1:  # whatever the model: a bad value is never silently ignored
         raise FormatError("must be a positive integer", field="--threads", value=args.threads)
+    from clevr_poc.commands.selective_answers import check_answer_rule_arguments
+
+    check_answer_rule_arguments(args)
     examples = split_examples(args.dataset, args.split, args.limit)
     _check_outputs(args)
     if args.predictions is not None:
@@ -384,6 +402,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"time: {run.seconds:.1f} s, {extra['seconds_per_question']} s per question"
               + (f" ({run.asked} asked; {run.cached} from the checkpoint)" if run.cached else ""))
         report = replace(report, extra=extra)
+        if args.answer_rule is not None:
+            from clevr_poc.commands.selective_answers import apply_answer_rule
+
+            report = apply_answer_rule(report, args.abstain_below, args.out, plots=not args.no_plots)
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}")

@@ -73,7 +73,7 @@ def score_example(example: "Example", prediction: Prediction, position: int = 0)
         key=key, gold=frozenset(gold), predicted=prediction.values,
         exact=exact_match(gold, prediction.values), jaccard=jaccard_index(gold, prediction.values),
         **example_groups(example), error=prediction.error if prediction.values is None else None,
-        raw=prediction.raw,
+        raw=prediction.raw, confidence=prediction.confidence, marginals=prediction.marginals,
     )
 
 

@@ -29,7 +29,7 @@ Breakdowns (each a mapping group -> :class:`GroupScore`):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -53,11 +53,15 @@ class Prediction:
         values: the predicted answer set, or None for a parse failure.
         error: why there is no answer (e.g. ``"no ###{...}### block in the reply"``); None when parsed.
         raw: the model's raw output (LLM reply, generated ASP program, ...), or None.
+        confidence: a probabilistic model's probability that ``values`` is exactly right, in [0, 1], or None.
+        marginals: a probabilistic model's ``(value, P(value in answer set))`` pairs (issue #24), or ().
     """
 
     values: frozenset[str] | None
     error: str | None = None
     raw: str | None = None
+    confidence: float | None = None
+    marginals: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ class ExampleResult:
             :data:`UNKNOWN`).
         error: why the prediction failed (parse failures), else None.
         raw: the model's raw output, if it gave one.
+        confidence, marginals: the prediction's (:class:`Prediction`), for calibration
+            (:mod:`clevr_poc.evaluation.calibration`).
     """
 
     key: str
@@ -88,6 +94,8 @@ class ExampleResult:
     environment: str = UNKNOWN
     error: str | None = None
     raw: str | None = None
+    confidence: float | None = None
+    marginals: tuple[tuple[str, float], ...] = ()
 
     @property
     def parsed(self) -> bool:
@@ -109,6 +117,10 @@ class ExampleResult:
             data["error"] = self.error
         if self.raw is not None:
             data["raw"] = self.raw
+        if self.confidence is not None:
+            data["confidence"] = self.confidence
+        if self.marginals:
+            data["marginals"] = dict(self.marginals)
         return data
 
     @classmethod
@@ -123,6 +135,8 @@ class ExampleResult:
                 exact=float(data["exact"]), jaccard=float(data["jaccard"]),
                 **{name: str(data.get(name, UNKNOWN)) for name in BREAKDOWNS},
                 error=data.get("error"), raw=data.get("raw"),
+                confidence=None if data.get("confidence") is None else float(data["confidence"]),
+                marginals=tuple((str(v), float(p)) for v, p in dict(data.get("marginals", {})).items()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"bad example result ({exc.__class__.__name__}: {exc})", source=source,
@@ -322,7 +336,7 @@ def normalize_prediction(value: object, *, where: str = "prediction") -> Predict
         return Prediction(None)
     if isinstance(value, Prediction):
         if value.values is not None:
-            return Prediction(normalize_prediction(value.values, where=where).values, value.error, value.raw)
+            return replace(value, values=normalize_prediction(value.values, where=where).values)
         return value
     if isinstance(value, (str, bytes)) or not isinstance(value, (set, frozenset, list, tuple)):
         raise FormatError("a prediction must be a set of values (or None for a parse failure)",

@@ -230,6 +230,13 @@ def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Enviro
         fallback = argmax_decode(candidates, fallback_threshold)
         return DecodedScene(fallback.keep, fallback.values, fallback.regions, None, DecodingStatus.UNSATISFIABLE,
                             False)
+    return decoded_scene(symbols, cost, status, relations)
+
+
+def decoded_scene(symbols: Sequence[clingo.Symbol], cost: int | None, status: DecodingStatus | str,
+                  relations: bool) -> DecodedScene:
+    """The :class:`DecodedScene` of an answer set of ``asp/perception_decoding.lp`` (its shown
+    ``keep/1``, ``hasProperty/3`` and ``at/2`` symbols; the unseen objects' are left out)."""
     keep = sorted(s.arguments[0].number for s in symbols if s.name == "keep")
     kept = set(keep)
     values: dict[int, dict[str, str]] = {d: {} for d in keep}
@@ -239,5 +246,5 @@ def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Enviro
             values[s.arguments[0].number][s.arguments[1].name] = s.arguments[2].name
         elif s.name == "at" and s.arguments[0].number in kept:
             regions[s.arguments[0].number] = s.arguments[1].number
-    return DecodedScene(tuple(keep), tuple(values[d] for d in keep), tuple(regions[d] for d in keep), cost, status,
-                        relations)
+    return DecodedScene(tuple(keep), tuple(values[d] for d in keep), tuple(regions[d] for d in keep), cost,
+                        DecodingStatus(status), relations)

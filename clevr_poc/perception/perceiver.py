@@ -40,10 +40,12 @@ from clevr_poc.perception.cameras import FALLBACK_PRESET, CameraSpec, as_camera,
 from clevr_poc.image_files import as_rgb_array
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
+from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, DEFAULT_MIN_RATIO, ranked_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
 from clevr_poc.perception.model_file import MODEL_FILE, read_model_file
 from clevr_poc.camera import Camera, project
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
+from clevr_poc.scene_distribution import SceneDistribution
 from clevr_poc.scene_metadata import ImageInfo, PerceptionInfo
 
 #: Default detection score an object needs in argmax decoding.
@@ -211,6 +213,39 @@ class Perception:
         """
         array, cam = self.camera_for(image, camera)
         return self.decode(self._detect(array, cam), cam, environment)
+
+    def scene_distribution(self, image: Any, camera: Any = None, environment: Environment | None = None, *,
+                           k: int = DEFAULT_K, min_ratio: float = DEFAULT_MIN_RATIO,
+                           max_models: int = DEFAULT_MAX_MODELS) -> SceneDistribution:
+        """The ``k`` most probable scenes of one image consistent with ``environment``, with their
+        probabilities (:func:`~clevr_poc.perception.ranked_decoding.ranked_decode`; ``image``, ``camera``
+        as for :meth:`__call__`). Without an environment, or when no consistent scene exists, the one scene
+        of :meth:`decode` with probability 1.
+
+        Raises:
+            FormatError: bad image or camera.
+            ValueError: bad ``k``, ``min_ratio`` or ``max_models`` (see ``ranked_decode``).
+        """
+        array, cam = self.camera_for(image, camera)
+        return self.decode_distribution(self._detect(array, cam), cam, environment, k=k, min_ratio=min_ratio,
+                                        max_models=max_models)
+
+    def decode_distribution(self, detections: Sequence[Detection], camera: Any, environment: Environment | None = None,
+                            *, k: int = DEFAULT_K, min_ratio: float = DEFAULT_MIN_RATIO,
+                            max_models: int = DEFAULT_MAX_MODELS) -> SceneDistribution:
+        """:meth:`scene_distribution` of detections already made (:meth:`detect`), as :meth:`decode` is
+        to :meth:`__call__`."""
+        cam = as_camera(camera)
+        if environment is None:
+            return SceneDistribution.certain(self.decode(detections, cam, None))
+        index = [i for i, d in enumerate(detections) if d.candidate.score >= self.candidate_threshold]
+        ranked = ranked_decode([detections[i].candidate for i in index], environment, k=k, min_ratio=min_ratio,
+                               max_models=max_models, time_limit=self.decode_time_limit)
+        if not ranked.scenes:
+            return SceneDistribution.certain(self.decode(detections, cam, environment))
+        scenes = tuple(self._scene(detections, replace(s, keep=tuple(index[i] for i in s.keep)), cam, environment)
+                       for s in ranked.scenes)
+        return SceneDistribution(scenes, ranked.probabilities, ranked.complete)
 
     # ------------------------------------------------------------------ scene
     def _scene(self, detections: Sequence[Detection], decoded: DecodedScene, camera: Camera,

@@ -173,6 +173,31 @@ class Reasoner:
 
         return explain(self, environment, scene, query)
 
+    def answer_distribution(self, environment: Environment, distribution, query: QueryLike, rule="map", *,
+                            presuppose_answer: bool = True):
+        """The answer over a :class:`~clevr_poc.scene_distribution.SceneDistribution`: ``P(value in
+        answer set)`` per value, the probability of each answer set and the set ``rule``
+        (:class:`~clevr_poc.probabilistic_answer.AnswerRule` or its name) picks, given that the question
+        has an answer unless ``presuppose_answer=False``
+        (:func:`~clevr_poc.reasoning.answer_distribution.answer_distribution`)."""
+        from clevr_poc.reasoning.answer_distribution import answer_distribution
+
+        return answer_distribution(self, environment, distribution, query, rule, presuppose_answer=presuppose_answer)
+
+    def explain_distribution(self, environment: Environment, distribution, query: QueryLike, rule="map"):
+        """:meth:`answer_distribution` with the :class:`~clevr_poc.answer.Explanation` of the most probable
+        scene that answers the question and the perceived facts the answer hangs on (``alternatives``,
+        :func:`~clevr_poc.reasoning.answer_distribution.perceived_alternatives`)."""
+        from dataclasses import replace
+
+        from clevr_poc.reasoning.answer_distribution import answer_distribution, perceived_alternatives
+
+        result = answer_distribution(self, environment, distribution, query, rule)
+        first = next((i for i, w in enumerate(result.scene_probabilities) if w > 0), 0)   # MAP after conditioning
+        explained = self.explain(environment, distribution.scenes[first], query)
+        return replace(result, answer=replace(result.answer, explanation=explained.explanation),
+                       alternatives=perceived_alternatives(distribution, result))
+
     # ------------------------------------------------------------------ building blocks
     @staticmethod
     def scene_facts(environment: Environment, scene: Scene) -> str:

@@ -1,0 +1,171 @@
+"""``ProbabilisticPipeline``: the end-to-end model answering with probabilities (issue #24).
+
+A :class:`~clevr_poc.pipeline.Pipeline` whose perception hands the Reasoner the ``k`` most probable scenes
+consistent with the environment (:meth:`clevr_poc.perception.Perception.scene_distribution`) instead of the
+MAP scene alone; the answer is a :class:`~clevr_poc.probabilistic_answer.ProbabilisticAnswer` (``P(value in
+answer set)`` per value, the probability of each answer set, the set an
+:class:`~clevr_poc.probabilistic_answer.AnswerRule` picks and its confidence)::
+
+    from clevr_poc.probabilistic_pipeline import ProbabilisticPipeline
+
+    pipeline = ProbabilisticPipeline.from_pretrained(rule="expected-jaccard")
+    result = pipeline.answer_probabilistic("CLEVR_test_000003.png", "What is the shape of ...?", "environments/3.lp")
+    result.values, result.confidence, result.probability("cube")
+    print(result.describe())           # with explain=True: the perceived facts the answer hangs on
+
+As an evaluator model (``predict_batch``) each prediction carries its confidence and marginals, which
+:mod:`clevr_poc.evaluation.calibration` scores (``python -m clevr_poc evaluate --answer-rule RULE``). With a
+given scene (``scene_source="given"``) the distribution is that one scene with probability 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError, UnsafeProgramError
+from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, DEFAULT_MIN_RATIO
+from clevr_poc.pipeline import Pipeline, PipelineError, as_camera, as_environment, as_image, as_scene
+from clevr_poc.probabilistic_answer import AnswerRule, ProbabilisticAnswer
+from clevr_poc.scene_distribution import SceneDistribution
+
+if TYPE_CHECKING:
+    from clevr_poc.evaluation.report import Prediction
+
+
+@dataclass(frozen=True)
+class DistributionSettings:
+    """How many scenes and which rule.
+
+    Attributes:
+        k: most scenes answered (>= 1; 1 is the crisp MAP pipeline with probability-1 answers).
+        rule: the :class:`AnswerRule` that picks the answer set.
+        min_ratio: scenes less than ``min_ratio`` times as probable as the MAP scene are left out, in (0, 1].
+        max_models: most scenes one enumeration collects (>= k).
+    """
+
+    k: int = DEFAULT_K
+    rule: AnswerRule = AnswerRule.MAP
+    min_ratio: float = DEFAULT_MIN_RATIO
+    max_models: int = DEFAULT_MAX_MODELS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rule", AnswerRule(self.rule))
+        if self.k < 1 or self.max_models < self.k or not 0.0 < self.min_ratio <= 1.0:
+            raise FormatError("needs k >= 1, max_models >= k and min_ratio in (0, 1]", field="k/min_ratio/max_models",
+                              value=(self.k, self.min_ratio, self.max_models))
+
+
+class ProbabilisticPipeline(Pipeline):
+    """A :class:`Pipeline` answering over the k most probable consistent scenes (module doc).
+
+    Args:
+        settings: :class:`DistributionSettings` (default: k = 16, the MAP rule).
+        *args, **kwargs: as :class:`Pipeline`.
+    """
+
+    def __init__(self, *args: Any, settings: DistributionSettings | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = settings or DistributionSettings()
+        if "name" not in kwargs or kwargs["name"] is None:
+            self.name = f"{self.name} [{self.settings.rule.value}, k={self.settings.k}]"
+
+    @classmethod
+    def from_pipeline(cls, pipeline: Pipeline, settings: DistributionSettings | None = None) -> "ProbabilisticPipeline":
+        """The same perception, parser, reasoner and camera source as ``pipeline``, answering with probabilities."""
+        settings = settings or DistributionSettings()
+        return cls(pipeline.perception, pipeline.parser, reasoner=pipeline.reasoner,
+                   constraint_decoding=pipeline.constraint_decoding, parser_name=pipeline.parser_name,
+                   camera_source=pipeline.camera_source, settings=settings,
+                   name=f"{pipeline.name} [{settings.rule.value}, k={settings.k}]")
+
+    @classmethod
+    def from_pretrained(cls, path_or_name: Any = None, *, k: int = DEFAULT_K, rule: AnswerRule | str = AnswerRule.MAP,
+                        min_ratio: float = DEFAULT_MIN_RATIO, **kwargs: Any) -> "ProbabilisticPipeline":
+        """:meth:`Pipeline.from_pretrained` answering with probabilities (``k``, ``rule``, ``min_ratio``:
+        :class:`DistributionSettings`)."""
+        return cls.from_pipeline(Pipeline.from_pretrained(path_or_name, **kwargs),
+                                 DistributionSettings(k, AnswerRule(rule), min_ratio))
+
+    # ------------------------------------------------------------------ scenes
+    def _distribution(self, image: Any, camera: Any, environment: Any) -> SceneDistribution:
+        perception = self.perception
+        if perception is None:
+            raise PipelineError("this pipeline has no perception model (scene_source='given'): pass scene=")
+        env = as_environment(environment) if environment is not None and self.constraint_decoding else None
+        ranked = getattr(perception, "scene_distribution", None)
+        if ranked is None or env is None:
+            return SceneDistribution.certain(perception(image, camera, environment=env))
+        s = self.settings
+        return ranked(image, camera, env, k=s.k, min_ratio=s.min_ratio, max_models=s.max_models)
+
+    def distribution(self, image: Any, camera: Any = None, environment: Any = None) -> SceneDistribution:
+        """The k most probable scenes of ``image`` consistent with ``environment`` (arguments as
+        :meth:`Pipeline.perceive`); a perception without ``scene_distribution``, or no environment, gives
+        its one scene with probability 1.
+
+        Raises:
+            PipelineError: no perception model; FormatError: bad image, camera or environment.
+        """
+        from clevr_poc.perception.cameras import resolve_camera
+
+        array = as_image(image)
+        cam = resolve_camera(array.shape[1], array.shape[0], camera=as_camera(camera, self.camera_source))
+        return self._distribution(array, cam, environment)
+
+    def distribution_of(self, example: Any) -> SceneDistribution:
+        """The scene distribution of a dataset example: its gold partial scene with probability 1
+        (``scene_source="given"``), else :meth:`distribution` of its image (camera and environment as
+        :meth:`Pipeline.scene_of`).
+
+        Raises:
+            FormatError: the example has no rendered image; ClevrPocError: what perception raised.
+        """
+        if self.perception is None:
+            return SceneDistribution.certain(example.partial_scene)
+        from clevr_poc.perception.cameras import camera_spec
+
+        if example.image_path is None:
+            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
+                              field="image_path")
+        camera = camera_spec(example.partial_scene, self.camera_source,
+                             source=getattr(example, "scene_path", None) or example.image_path)
+        return self._distribution(example.image_path, camera, example.environment)
+
+    # ------------------------------------------------------------------ answering
+    def answer_probabilistic(self, image: Any = None, question: Any = None, environment: Any = None, *,
+                             scene: Any = None, camera: Any = None, query: str | None = None,
+                             explain: bool = True) -> ProbabilisticAnswer:
+        """:meth:`Pipeline.answer` over the scene distribution (arguments as there; a given ``scene`` is
+        certain). ``explain``: attach the MAP scene's explanation and the perceived facts the answer hangs on.
+
+        Raises:
+            as :meth:`Pipeline.answer`.
+        """
+        env = as_environment(environment)
+        checked = self._query(question, query)
+        if scene is not None:
+            distribution = SceneDistribution.certain(as_scene(scene))
+        else:
+            distribution = self.distribution(image, camera, env)
+        reason = self.reasoner.explain_distribution if explain else self.reasoner.answer_distribution
+        return reason(env, distribution, checked, self.settings.rule)
+
+    def _predict_example(self, example: Any, query: str) -> "Prediction":
+        """:meth:`Pipeline.predict_batch`'s prediction over the scene distribution: ``values`` are the rule's
+        set, with ``confidence`` and ``marginals`` (failures as there)."""
+        from clevr_poc.evaluation.report import Prediction
+
+        try:
+            distribution = self.distribution_of(example)
+        except ClevrPocError as exc:
+            return Prediction(None, f"perception failed: {str(exc)[:160]}", query)
+        try:
+            result = self.reasoner.answer_distribution(example.environment, distribution, query, self.settings.rule)
+        except (UnsafeProgramError, SolverTimeoutError, FormatError) as exc:
+            return Prediction(None, f"{type(exc).__name__}: {str(exc)[:160]}", query)
+        return Prediction(result.values, None, query, result.confidence,
+                          tuple((m.value, m.probability) for m in result.marginals))
+
+
+__all__ = ["DistributionSettings", "ProbabilisticPipeline"]
