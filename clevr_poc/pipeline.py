@@ -59,6 +59,8 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from clevr_poc.answer import Answer
+from clevr_poc.answer_presupposition import (DEFAULT_PRESUPPOSITION_K, can_search, check_presupposition_k,
+                                             example_distribution, image_distribution, searched_answer)
 from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
@@ -112,6 +114,10 @@ class Pipeline:
         scenes: where :meth:`predict_batch` gets each example's partial scene (a
             :class:`~clevr_poc.scene_sources.SceneSource`); default: :class:`~clevr_poc.scene_sources.GoldScenes`
             without perception, else :class:`~clevr_poc.scene_sources.PerceivedScenes` of ``perception``.
+        presupposition_k: when the perceived (MAP) scene leaves the question without an answer, answer with
+            the most probable of the ``k`` best scenes consistent with the environment that has one
+            (:mod:`clevr_poc.answer_presupposition`; default 16; 0 = off, the plain MAP answer). Used with
+            perception, constraint-aware decoding and an environment only.
 
     Raises:
         PipelineError: a parser or perception that cannot be called.
@@ -122,10 +128,11 @@ class Pipeline:
                  parser: QueryParser | Callable[[str], str | None] | None = None, *,
                  reasoner: Reasoner | None = None, constraint_decoding: bool = True, name: str | None = None,
                  parser_name: str | None = None, camera_source: CameraSource | str = CameraSource.AUTO,
-                 scenes: SceneSource | None = None) -> None:
+                 scenes: SceneSource | None = None, presupposition_k: int = DEFAULT_PRESUPPOSITION_K) -> None:
         from clevr_poc.perception.cameras import check_camera_source
 
         self.camera_source = check_camera_source(camera_source)
+        self.presupposition_k = check_presupposition_k(presupposition_k)
         self.parser: QueryParser | None = None if parser is None else as_query_parser(parser)
         if perception is not None and not callable(perception):
             raise PipelineError(f"perception must be callable, got {type(perception).__name__}")
@@ -154,7 +161,8 @@ class Pipeline:
                         perception_path: str | os.PathLike[str] | None = None,
                         parser_path: str | os.PathLike[str] | None = None, constraint_decoding: bool = True,
                         reasoner: Reasoner | None = None, name: str | None = None, device: str = "auto",
-                        camera_source: CameraSource | str = CameraSource.AUTO) -> "Pipeline":
+                        camera_source: CameraSource | str = CameraSource.AUTO,
+                        presupposition_k: int = DEFAULT_PRESUPPOSITION_K) -> "Pipeline":
         """Load the shipped (or given) checkpoints.
 
         Args:
@@ -168,7 +176,7 @@ class Pipeline:
                 (``"local"`` = the bundled SmolLM2 GGUF model, ``"openai:MODEL@URL"``, ...); default
                 ``"local"``.
             perception_path, parser_path: checkpoint folders overriding ``path_or_name``.
-            constraint_decoding, reasoner, name, camera_source: see :class:`Pipeline`.
+            constraint_decoding, reasoner, name, camera_source, presupposition_k: see :class:`Pipeline`.
             device: torch device of perception: ``"auto"`` (CUDA when present, else CPU), ``"cpu"``,
                 ``"cuda"``, ...
 
@@ -202,7 +210,7 @@ class Pipeline:
             question_parser = LLMParser(llm_backend if llm_backend is not None else "local")
         label = "gold" if question_parser is None else question_parser.name
         return cls(perception, question_parser, reasoner=reasoner, constraint_decoding=constraint_decoding,
-                   name=name, parser_name=label, camera_source=camera_source)
+                   name=name, parser_name=label, camera_source=camera_source, presupposition_k=presupposition_k)
 
     @classmethod
     def gold(cls, parser: QueryParser | Callable[[str], str | None] | None = None, *, parser_name: str | None = None, reasoner: Reasoner | None = None,
@@ -338,7 +346,11 @@ class Pipeline:
         env = as_environment(environment)
         checked_query = self._query(question, query)
         used_scene = self._scene(image, env, scene, camera)
-        return self._reason(env, used_scene, checked_query, explain)
+        answer = self._reason(env, used_scene, checked_query, explain)
+        if not answer.values and scene is None and self._searches(env):
+            answer = searched_answer(self.reasoner, env, checked_query,
+                                     lambda: self._image_distribution(image, camera, env), explain=explain) or answer
+        return answer
 
     def answer_batch(self, items: Iterable[PipelineInput | Mapping[str, Any] | tuple[Any, ...] | Example], *,
                      explain: bool = False, progress: bool = False, workers: int = 1, executor: str = "local",
@@ -436,7 +448,14 @@ class Pipeline:
             return Prediction(None, f"perception failed: {_short(exc)}", query)
         if scene is None:
             return Prediction(None, "perception produced no scene", query)
-        return reasoned_prediction(self.reasoner, example.environment, scene, query)
+        prediction = reasoned_prediction(self.reasoner, example.environment, scene, query)
+        if prediction.values == frozenset() and self._searches(example.environment):
+            env = example.environment
+            found = searched_answer(self.reasoner, env, query, lambda: example_distribution(
+                self.perception, example, self.camera_source, env, self.presupposition_k))
+            if found is not None:
+                return Prediction(found.values, None, query)
+        return prediction
 
     def scene_of(self, example: Example) -> Scene | None:
         """The partial scene the pipeline answers a dataset example with (:attr:`scenes`): its gold
@@ -499,6 +518,18 @@ class Pipeline:
             raise PipelineError("scene_source='given': pass the partial scene (scene=) or load a perception model "
                                 "(Pipeline.from_pretrained(scene_source='perception'))")
         return self.perceive(image, camera, environment)
+
+    def _searches(self, environment: Environment | None) -> bool:
+        """Whether an empty answer on the perceived scene is searched past (``presupposition_k``)."""
+        return (self.constraint_decoding and self.scene_source == "perception"
+                and can_search(self.perception, environment, self.presupposition_k))
+
+    def _image_distribution(self, image: ImageInput, camera: CameraInput, environment: Environment) -> Any:
+        from clevr_poc.perception.cameras import resolve_camera
+
+        array = as_image(image)
+        cam = resolve_camera(array.shape[1], array.shape[0], camera=as_camera(camera, self.camera_source))
+        return image_distribution(self.perception, array, cam, environment, self.presupposition_k)
 
     def _reason(self, environment: Environment, scene: Scene, query: str, explain: bool) -> Answer:
         if explain:

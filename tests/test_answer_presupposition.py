@@ -1,0 +1,110 @@
+"""Answers from pixels under the question's presupposition (every CLEVR-POC question has an answer): when the
+MAP scene leaves the question unanswered, the most probable of the k best consistent scenes that answers
+it gives the answer (clevr_poc.answer_presupposition); the common case is unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clevr_poc.answer_presupposition import check_presupposition_k, presupposed_answer
+from clevr_poc.dataset_reader import Example
+from clevr_poc.environments.environment import Constraint, Environment
+from clevr_poc.errors import FormatError
+from clevr_poc.pipeline import Pipeline
+from clevr_poc.question import Question
+from clevr_poc.reasoning import Reasoner
+from clevr_poc.scene import Scene, SceneObject, compute_relationships
+from clevr_poc.scene_distribution import SceneDistribution
+
+#: Exactly one object in region 0 is red; the question asks the colour of the sphere in region 0.
+ENV = Environment((Constraint("exactly_n", {"r": 0, "p1": "color", "v1": "red", "n": 1}),), 2, id=1)
+QUERY = "missing(Q) :- hasProperty(X, color, Q), hasProperty(X, shape, sphere), at(X, 0)."
+
+
+def _scene(*objects: tuple[str, str, int]) -> Scene:
+    objs = tuple(SceneObject(c, s, "small", "metal", r, (float(i), float(i), 0.35), detection=i)
+                 for i, (c, s, r) in enumerate(objects))
+    return Scene(objs, compute_relationships([o.coords_3d[:2] for o in objs]))
+
+
+#: The MAP reading: a red cube and a red sphere in region 0 -- two red objects, so the hidden sphere has no
+#: colour the environment allows. The second reading (a blue cube) forces the hidden sphere to be red.
+TWO_RED = _scene(("red", "cube", 0), ("red", "sphere", 0))
+BLUE = _scene(("blue", "cube", 0))
+RED = _scene(("red", "cube", 0))
+
+
+class ReadingsPerception:
+    """A perception whose MAP scene and k best scenes are given (what Perception returns, without a network)."""
+
+    def __init__(self, scenes: tuple[Scene, ...], probabilities: tuple[float, ...]) -> None:
+        self.distribution = SceneDistribution(scenes, probabilities)
+        self.calls: list[int] = []
+
+    def __call__(self, image, camera=None, environment=None) -> Scene:
+        return self.distribution.map_scene
+
+    def scene_distribution(self, image, camera=None, environment=None, *, k=16, **_: object) -> SceneDistribution:
+        self.calls.append(k)
+        return SceneDistribution(self.distribution.scenes[:k], _renormalised(self.distribution.probabilities[:k]))
+
+
+def _renormalised(p: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(x / sum(p) for x in p)
+
+
+IMAGE = np.zeros((32, 32, 3), dtype=np.uint8)
+
+
+def test_presupposed_answer_takes_the_first_scene_that_answers():
+    reasoner = Reasoner()
+    assert reasoner.answer(ENV, TWO_RED, QUERY).values == frozenset()
+    found = presupposed_answer(reasoner, ENV, QUERY, SceneDistribution((TWO_RED, BLUE, RED), (0.6, 0.3, 0.1)))
+    assert found is not None and found.values == frozenset({"red"})
+    assert presupposed_answer(reasoner, ENV, QUERY, SceneDistribution.certain(TWO_RED)) is None
+
+
+def test_pipeline_answer_searches_only_when_the_map_scene_leaves_no_answer():
+    perception = ReadingsPerception((TWO_RED, BLUE), (0.7, 0.3))
+    pipeline = Pipeline(perception, None)
+    assert pipeline.answer(IMAGE, query=QUERY, environment=ENV, explain=False).values == frozenset({"red"})
+    assert perception.calls == [16]
+    explained = pipeline.answer(IMAGE, query=QUERY, environment=ENV)
+    assert explained.values == frozenset({"red"}) and explained.explanation is not None
+    # off: the MAP scene's empty answer, and no ranked decoding at all
+    off = ReadingsPerception((TWO_RED, BLUE), (0.7, 0.3))
+    assert Pipeline(off, None, presupposition_k=0).answer(IMAGE, query=QUERY, environment=ENV).values == frozenset()
+    assert off.calls == []
+    # the MAP scene answers: no search; the red cube leaves the 7 other colours
+    sure = ReadingsPerception((RED, BLUE), (0.9, 0.1))
+    assert len(Pipeline(sure, None).answer(IMAGE, query=QUERY, environment=ENV, explain=False).values) == 7
+    assert sure.calls == []
+    # k = 1: only the MAP scene is searched, which does not answer: the empty answer stands
+    one = ReadingsPerception((TWO_RED, BLUE), (0.7, 0.3))
+    assert Pipeline(one, None, presupposition_k=1).answer(IMAGE, query=QUERY, environment=ENV).values == frozenset()
+    assert one.calls == [1]
+    # argmax decoding (no constraints) never searches
+    assert Pipeline(ReadingsPerception((TWO_RED, BLUE), (0.7, 0.3)), None, constraint_decoding=False).answer(
+        IMAGE, query=QUERY, environment=ENV).values == frozenset()
+
+
+def test_evaluator_predictions_use_the_presupposition(tmp_path: Path):
+    image = tmp_path / "image.png"
+    image.write_bytes(b"not read by the stand-in perception")
+    question = Question("What colour is the sphere in region 0?", QUERY, frozenset({"red"}))
+    example = Example(ENV, TWO_RED, question, image_path=image)
+    searched = Pipeline(ReadingsPerception((TWO_RED, BLUE), (0.7, 0.3)), None).predict_batch([example])
+    assert searched[0].values == frozenset({"red"}) and searched[0].error is None
+    plain = Pipeline(ReadingsPerception((TWO_RED, BLUE), (0.7, 0.3)), None, presupposition_k=0).predict_batch([example])
+    assert plain[0].values == frozenset()
+
+
+@pytest.mark.parametrize("bad", [-1, 257, 2.5, "16", True, None])
+def test_bad_presupposition_k_is_a_one_line_error(bad):
+    with pytest.raises(FormatError, match="presupposition_k"):
+        check_presupposition_k(bad)
+    with pytest.raises(FormatError):
+        Pipeline(None, None, presupposition_k=bad)
