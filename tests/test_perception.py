@@ -220,6 +220,9 @@ def test_evaluate_command_on_the_fixture(capsys):
     assert report["images"] == 2 and report["answers_gold_scene"] == 1.0
     assert report["argmax"]["detection"]["recall"] >= 0.5
     assert set(report["gain"]) >= {"scene_exact", "answers", "region"}
+    # both fixture questions are answered on the MAP scene: nothing to search, the same accuracy either way
+    assert report["presupposition"] == {"k": 16, "searched": 0, "answered": 0,
+                                        "answers_map": report["constraints"]["answers"]}
 
 
 @vision

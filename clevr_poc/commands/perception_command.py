@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-decode", action="store_true", help="skip constraint-aware decoding")
     e.add_argument("--score-threshold", type=open_unit_float, default=None, metavar="S",
                    help="detection score of an object for argmax decoding (default: the model's)")
+    e.add_argument("--presupposition-k", type=int, default=16, metavar="K",
+                   help="when the MAP scene leaves the question without an answer, answer with the most probable "
+                        "of the K best consistent scenes that has one, as the pipeline does (default 16; 0: off)")
     e.add_argument("--threads", type=positive_int, default=2, metavar="T", help="torch threads (default: 2)")
     e.add_argument("--camera", choices=CAMERA_SOURCES, default=DEFAULT_CAMERA_SOURCE, help=_CAMERA_HELP)
     e.add_argument("--device", default=DEFAULT_DEVICE, metavar="D", help=_DEVICE_HELP)
@@ -135,7 +138,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     if args.score_threshold is not None:
         perception.score_threshold = args.score_threshold
     report = evaluate(perception, args.dataset, split=args.split, limit=args.limit, decode=not args.no_decode,
-                      progress=not args.no_progress, camera_source=args.camera)
+                      progress=not args.no_progress, camera_source=args.camera,
+                      presupposition_k=args.presupposition_k)
     print(json.dumps(report, indent=None if args.json else 2) if args.json else format_report(report))
     return 0
 

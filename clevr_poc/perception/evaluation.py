@@ -26,7 +26,12 @@ Metrics per decoding:
 * ``answers`` (``answers_jaccard``: the mean Jaccard index): exact-match accuracy of the reasoner's answer (gold ASP query, official semantics) from
   the perceived scene against the gold answer (a perceived scene the solver cannot settle within its
   time limit counts as wrong; ``solver_timeouts`` counts them per decoding); ``answers_gold_scene`` is
-  the same from the ground-truth scene (1.0 by construction, a check);
+  the same from the ground-truth scene (1.0 by construction, a check). With constraint-aware decoding the
+  answer presupposes that the question has one, as :class:`~clevr_poc.pipeline.Pipeline` does
+  (:mod:`clevr_poc.answer_presupposition`: an empty answer on the MAP scene is replaced by that of the most
+  probable of the ``presupposition_k`` best consistent scenes that answers); ``presupposition`` counts
+  the questions searched, those answered by the search, and the exact accuracy of the MAP scene's answer
+  alone (``answers_map``);
 * ``breakdowns`` (constraint-aware decoding; argmax without it): answers by question family (template
   file), answers by occlusion (the image's least visible object, :data:`VISIBILITY_BINS` of visible mask
   pixels) and detection recall by each object's visible pixels (the last two need rendered masks).
@@ -41,11 +46,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from clevr_poc import domain
+from clevr_poc.answer_presupposition import DEFAULT_PRESUPPOSITION_K, check_presupposition_k, searched_answer
 from clevr_poc.dataset_reader import load_dataset
 from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.evaluation.metrics import jaccard_index
 from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, CameraSource, check_camera_source, scene_camera
 from clevr_poc.perception.rendered_truth import image_truth
+from clevr_poc.reasoning import Reasoner
 from clevr_poc.scene import Scene
 
 IOU_THRESHOLD = 0.5
@@ -218,11 +225,13 @@ class _Breakdown:
 
 def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "test", limit: int | None = None,
              decode: bool = True, answers: bool = True, progress: bool = True,
-             camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE) -> dict[str, Any]:
+             camera_source: CameraSource | str = DEFAULT_CAMERA_SOURCE,
+             presupposition_k: int = DEFAULT_PRESUPPOSITION_K) -> dict[str, Any]:
     """Metrics (module doc) of ``perception`` on the rendered partial-scene images of ``split``.
 
     ``dataset``: a folder in our layout or the official release's (:func:`clevr_poc.dataset_reader.load_dataset`);
-    ``camera_source``: :data:`clevr_poc.perception.cameras.CAMERA_SOURCES`.
+    ``camera_source``: :data:`clevr_poc.perception.cameras.CAMERA_SOURCES`; ``presupposition_k``: scenes
+    searched when the MAP scene leaves the question without an answer (module doc; 0: none).
 
     Returns ``{"split", "images", "camera_source", "cameras": {"scene": n, "preset": m}, "matching": "iou" |
     "position" | "mixed", "argmax": {...}, "constraints": {...} (when ``decode``), "gain": constraints minus
@@ -234,9 +243,9 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
     """
     from tqdm import tqdm
 
-    from clevr_poc.reasoning import Reasoner
-
     camera_source = check_camera_source(camera_source)
+    presupposition_k = check_presupposition_k(presupposition_k)
+    presupposition = {"k": presupposition_k, "searched": 0, "answered": 0, "answers_map": 0}
     data = load_dataset(dataset, split=split)
     examples = [e for e in data if e.image_path is not None]
     if limit is not None:
@@ -285,6 +294,11 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                 else:
                     try:
                         answer = reasoner.answer(example.environment, scene, example.question.asp_query)
+                        if name == "constraints":
+                            presupposition["answers_map"] += answer.values == example.question.answer
+                            if not answer.values and presupposition_k:
+                                answer = _presupposed(reasoner, perception, detections, camera, example,
+                                                      answer, presupposition_k, presupposition)
                         answer_ok = answer.values == example.question.answer
                         answer_jaccard = jaccard_index(example.question.answer, answer.values)
                     except SolverTimeoutError:  # a perceived scene clingo cannot settle in time: wrong
@@ -320,12 +334,29 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
                               "seconds_per_image": round(decode_seconds / len(examples), 4)}
     if answers:
         report["answers_gold_scene"] = round(gold.answer_right / gold.answered, 4) if gold.answered else None
+        if decode:
+            answered = tallies["constraints"].answered
+            presupposition["answers_map"] = round(presupposition["answers_map"] / answered, 4) if answered else None
+            report["presupposition"] = presupposition
     report["breakdowns"] = {"decoding": headline, "answers_by_family": by_family.report(),
                             "answers_by_occlusion": by_occlusion.report(),
                             "recall_by_visibility": recall_by_visibility.report()}
     report["solver_timeouts"] = timeouts
     report["detect_seconds_per_image"] = round(detect_seconds / len(examples), 4)
     return report
+
+
+def _presupposed(reasoner: Reasoner, perception: Any, detections: Any, camera: Any, example: Any, answer: Any, k: int,
+                 counts: dict[str, Any]) -> Any:
+    """The answer of the most probable of the ``k`` best consistent scenes that answers (module doc), or
+    ``answer`` when none does or the search fails; ``counts`` tallies searches and answers found."""
+    counts["searched"] += 1
+    found = searched_answer(reasoner, example.environment, example.question.asp_query,
+                            lambda: perception.decode_distribution(detections, camera, example.environment, k=k))
+    if found is None:
+        return answer
+    counts["answered"] += 1
+    return found
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
@@ -359,6 +390,8 @@ def format_report(report: dict[str, Any]) -> str:
     row("answer accuracy", lambda r: r["answers"])
     if "decoding" in report:
         lines.append(f"constraint-aware decoding: {report['decoding']}")
+    if "presupposition" in report:
+        lines.append(f"presupposition (k, searched, answered, MAP-scene answers alone): {report['presupposition']}")
     if report.get("answers_gold_scene") is not None:
         lines.append(f"answer accuracy from gold scenes: {report['answers_gold_scene']}")
     lines.append(f"detection + attributes: {report['detect_seconds_per_image']} s per image")
