@@ -29,3 +29,27 @@ def test_qhull_and_monotone_chain_agree(kind):
 def test_hull_of_a_square_with_interior_and_edge_points():
     points = np.array([[0, 0], [2, 0], [2, 2], [0, 2], [1, 1], [1, 0], [0.5, 1.5]], dtype=float)
     assert masks._convex_hull(points).tolist() == [[0, 0], [2, 0], [2, 2], [0, 2]]
+
+
+def test_prefiltered_hull_of_projected_meshes_is_the_hull_of_all_vertices():
+    """Issue 27: a mesh's projected vertices (hundreds to thousands) are first thinned to those outside
+    the polygon of the extremes in 32 directions; the polygon is exactly the one of all vertices."""
+    from clevr_poc.camera import look_at, project_points
+    from clevr_poc.rendering.shapes import object_mesh
+
+    rng = np.random.default_rng(27)
+    checked = 0
+    for shape in ("sphere", "cylinder", "cube", "cone"):
+        for size in ("small", "large"):
+            for _ in range(6):
+                camera = look_at(tuple(rng.uniform([-12, -12, 4], [12, 12, 12])), width=320, height=240)
+                mesh = object_mesh(shape, size, *rng.uniform(-3, 3, 2), float(rng.uniform(0, 360)))
+                points = project_points(mesh.vertices, camera)[:, :2]
+                rounded = np.round(points, 9)
+                expected = masks._monotone_chain(np.unique(rounded, axis=0))
+                if len(rounded) > masks._PREFILTER_MIN_POINTS:
+                    kept = masks._drop_interior_many(rounded)
+                    assert len(kept) < len(rounded)
+                    checked += 1
+                assert np.array_equal(masks._convex_hull(points), expected)
+    assert checked == 48  # every mesh (128 to 2,112 vertices) went through the prefilter
