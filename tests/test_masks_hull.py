@@ -53,3 +53,31 @@ def test_prefiltered_hull_of_projected_meshes_is_the_hull_of_all_vertices():
                     checked += 1
                 assert np.array_equal(masks._convex_hull(points), expected)
     assert checked == 48  # every mesh (128 to 2,112 vertices) went through the prefilter
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "pixel_aligned", "circle"])
+def test_row_by_row_hull_mask_equals_the_edge_test_everywhere(kind):
+    """Issue 27: ``_hull_mask`` (intervals per row, the edge test only near an edge) gives exactly the
+    booleans of the edge test at every pixel centre, also for vertices on pixel centres and flat edges."""
+    rng = np.random.default_rng({"gaussian": 1, "pixel_aligned": 2, "circle": 3}[kind])
+    ambiguous_cases = 0
+    for _ in range(400):
+        n = int(rng.integers(3, 80))
+        if kind == "gaussian":
+            points = rng.normal(size=(n, 2)) * rng.uniform(1, 60) + rng.uniform(-20, 340, 2)
+        elif kind == "pixel_aligned":  # edges through pixel centres, horizontal and vertical edges
+            points = rng.integers(0, 12, size=(n, 2)) * 0.5 + rng.integers(-5, 300, 2)
+        else:
+            theta = rng.uniform(0, 2 * np.pi, n)
+            points = np.c_[np.cos(theta), np.sin(theta)] * rng.uniform(0.3, 40) + rng.uniform(0, 320, 2)
+        hull = masks._convex_hull(points)
+        if len(hull) < 3:
+            continue
+        u = np.arange(int(np.floor(hull[:, 0].min())) - 1, int(np.ceil(hull[:, 0].max())) + 2) + 0.5
+        v = np.arange(int(np.floor(hull[:, 1].min())) - 1, int(np.ceil(hull[:, 1].max())) + 2) + 0.5
+        expected = masks._hull_mask_reference(hull, u, v)
+        assert np.array_equal(masks._hull_mask(hull, u, v), expected)
+        us, vs = np.meshgrid(u, v)
+        ambiguous_cases += bool((masks._edge_cross(hull, us[..., None], vs[..., None]) == 0).any())
+    if kind == "pixel_aligned":
+        assert ambiguous_cases > 100  # pixel centres exactly on an edge: decided by the edge test

@@ -265,13 +265,57 @@ def _footprint(mesh: Mesh, camera: Camera):
     j1 = min(int(np.ceil(hull[:, 1].max())) + 1, camera.height)
     if i0 >= i1 or j0 >= j1 or len(hull) < 3:
         return None
-    us, vs = np.meshgrid(np.arange(i0, i1) + 0.5, np.arange(j0, j1) + 0.5)
+    return (i0, i1, j0, j1), _hull_mask(hull, np.arange(i0, i1) + 0.5, np.arange(j0, j1) + 0.5)
+
+
+def _hull_mask_reference(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The pixel centres (u (w,), v (h,)) on the inner side of every edge of the counter-clockwise
+    ``hull`` (M, 2) (or on it): the edge test at every pixel, (h, w, M) values. :func:`_hull_mask`
+    gives the same mask (tested), an order of magnitude faster."""
+    us, vs = np.meshgrid(u, v)
+    return np.all(_edge_cross(hull, us[..., None], vs[..., None]) >= 0, axis=-1)
+
+
+def _edge_cross(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``e_u * (v - a_v) - e_v * (u - a_u)`` per edge ``a -> a + e`` of ``hull`` (last axis) at points
+    (u, v) broadcast against it: the very float operations of the edge test, whatever the shapes."""
     a = hull
     b = np.roll(hull, -1, axis=0)
-    cross = ((b[:, 0] - a[:, 0])[None, None, :] * (vs[..., None] - a[:, 1][None, None, :])
-             - (b[:, 1] - a[:, 1])[None, None, :] * (us[..., None] - a[:, 0][None, None, :]))
-    inside = np.all(cross >= 0, axis=-1)
-    return (i0, i1, j0, j1), inside
+    return (b[:, 0] - a[:, 0]) * (v - a[:, 1]) - (b[:, 1] - a[:, 1]) * (u - a[:, 0])
+
+
+def _hull_mask(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:func:`_hull_mask_reference`'s mask (the same booleans), row by row (issue 27).
+
+    In row ``v`` edge k's test ``c_k - e_v (u - a_u) >= 0`` (``c_k = e_u (v - a_v)``) is an interval of u
+    with end ``a_u + c_k / e_v``; pixels farther than a tolerance (1e-9 px plus 1e-12 of the terms'
+    size over ``|e_v|``: a thousand times the rounding of either computation) from every end are
+    decided by the intervals, the few within it by the edge test itself (:func:`_edge_cross`, the same
+    float operations as the reference), and edges with ``e_v == 0`` by the sign of ``c_k``, as in the
+    reference (``c_k - (+-0) = c_k``). Cost O(h M + h w) instead of O(h w M)."""
+    a = hull
+    ex = np.roll(hull[:, 0], -1) - a[:, 0]
+    ey = np.roll(hull[:, 1], -1) - a[:, 1]
+    c = ex[None, :] * (v[:, None] - a[None, :, 1])                      # (h, M): the first product
+    flat = ey == 0
+    row_out = ((c < 0) & flat[None, :]).any(axis=1)                      # a flat edge the row is outside of
+    scale = float(np.abs(hull).max()) + abs(float(u[-1])) + abs(float(v[-1])) + 1.0 if len(u) and len(v) else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        end = a[None, :, 0] + c / ey[None, :]                            # (h, M)
+        tol = 1e-9 + 1e-12 * (np.abs(ex) + np.abs(ey)) * scale / np.abs(ey)  # (M,)
+        lower, upper = (ey < 0)[None, :], (ey > 0)[None, :]              # u >= end (e_v < 0), u <= end (e_v > 0)
+        inf = np.inf
+        lo_in = np.where(lower, end + tol, -inf).max(axis=1)             # u > lo_in: inside every lower end
+        lo_out = np.where(lower, end - tol, -inf).max(axis=1)            # u < lo_out: outside one of them
+        hi_in = np.where(upper, end - tol, inf).min(axis=1)
+        hi_out = np.where(upper, end + tol, inf).min(axis=1)
+    uu = u[None, :]
+    inside = (uu > lo_in[:, None]) & (uu < hi_in[:, None]) & ~row_out[:, None]
+    outside = (uu < lo_out[:, None]) | (uu > hi_out[:, None]) | row_out[:, None]
+    rows, cols = np.nonzero(~inside & ~outside)
+    if len(rows):
+        inside[rows, cols] = np.all(_edge_cross(hull, u[cols][:, None], v[rows][:, None]) >= 0, axis=1)
+    return inside
 
 
 # ---------------------------------------------------------------------- boxes
