@@ -7,17 +7,19 @@ constraints), exactly as ``python -m clevr_poc generate`` (default settings) run
 
 0. *environment set-up*: :func:`~clevr_poc.generation.dataset_writer.prepare_dataset_environments`
    (environments sampled, each one's scene sampler calibrated -- and its Gibbs pool built when it needs
-   one -- once, in parallel);
+   one -- once, in parallel), on the pool that step 3 then uses
+   (:func:`~clevr_poc.executors.local_pool_session`, as ``generate`` does);
 1. *complete scene graphs*: :meth:`~clevr_poc.generation.scene_sampler.SceneSampler.sample` (attributes and
    regions, every scene checked by clingo), samplers rebuilt in the workers from the prepared states;
 2. *with layout*: the same plus :func:`~clevr_poc.generation.layout.place_objects`;
 3. *labelled questions*: :func:`~clevr_poc.generation.example_generation.generate_example` per question (scene,
    layout, visibility check from the render camera, hidden object, question, answer labelled by the
-   reasoner, retries), without disk writes; the figure's time includes the environment set-up (0.);
+   reasoner, retries), without disk writes; the figure's time includes the environment set-up (0.) and
+   the pool's start (measured first, before 1. and 2.);
 4. *baseline* (same run, same tasks): the reference path -- every worker builds every sampler itself
-   and every layout is ray-cast (``ExampleTask(sampler_state=None, exact_visibility=True)``), which is
-   what ``generate`` did before the cheap visibility bound and the shared sampler states (the outputs
-   are identical: the benchmark checks it question by question);
+   and every layout is ray-cast (``ExampleTask(sampler_state=None, exact_visibility=True)``), set-up and
+   examples on pools of their own, which is what ``generate`` did before the cheap visibility bound and
+   the shared sampler states (the outputs are identical: the benchmark checks it question by question);
 5. *dataset*: :func:`~clevr_poc.generation.dataset_writer.generate_dataset` into a temporary folder (writes
    included; statistics/plots excluded from the rate);
 6. *reference code* (``--reference-code DIR``, same run): step 3 once more in a subprocess that imports
@@ -40,6 +42,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -151,8 +154,36 @@ def main(argv: list[str] | None = None) -> int:
         args.scenes = args.layout_scenes = 0
 
     config = DatasetConfig(args.environments, max(1, args.questions // args.environments), args.seed)
-    with _Timer() as setup:
-        environments, states = prepare_dataset_environments(config, workers=args.workers)
+    specs = plan_examples(config)
+
+    def run_questions(shared: bool) -> tuple[dict, list[str], list, list, "_Timer"]:
+        """Set-up and labelled questions as ``generate`` runs them (``shared``: one pool for both,
+        when this clevr_poc has :func:`~clevr_poc.executors.local_pool_session`), or the baseline path
+        (separate pools, samplers rebuilt by every worker, every layout ray-cast)."""
+        texts, attempts = [], 0
+        session = _pool_session(args.workers) if shared else contextlib.nullcontext()
+        with _Timer() as timer:  # around the session: the pool's workers have ended when it stops
+            with session:
+                with _Timer() as setup:
+                    environments, states = prepare_dataset_environments(config, workers=args.workers)
+                tasks = [ExampleTask(s, environments[s.environment_id], config.seed, config.max_attempts,
+                                     config.fallback_attributes, config.visibility,
+                                     states[s.environment_id] if shared else None, exact_visibility=not shared)
+                         for s in specs]
+                with _Timer() as examples:
+                    for text, used in map_ordered(labelled_question, tasks, workers=args.workers, chunksize=4):
+                        texts.append(text)
+                        attempts += used
+        # the environment set-up is part of what generate does for these questions: it is counted
+        rate = _rate(len(texts), timer.wall, timer.cpu, timer, attempts_per_question=round(attempts / len(texts), 2),
+                     examples_seconds=round(examples.wall, 2), environment_setup_seconds=round(setup.wall, 2))
+        return rate, texts, environments, states, setup
+
+    questions, texts, environments, states, setup = run_questions(True)
+    questions["sha256"] = hashlib.sha256("".join(texts).encode()).hexdigest()
+    if args.questions_only:
+        print(json.dumps({"labelled_questions": questions}))
+        return 0
     methods = [s.pool is not None for s in states]
 
     def scene_tasks(total: int, layout: bool, chunk: int = 500):
@@ -169,36 +200,13 @@ def main(argv: list[str] | None = None) -> int:
     scenes = run_scenes(args.scenes, False, 500) if args.scenes else None
     laid_out = run_scenes(args.layout_scenes, True, 200) if args.layout_scenes else None
 
-    specs = plan_examples(config)
-
-    def run_questions(shared: bool) -> tuple[dict, list[str]]:
-        tasks = [ExampleTask(s, environments[s.environment_id], config.seed, config.max_attempts,
-                             config.fallback_attributes, config.visibility,
-                             states[s.environment_id] if shared else None, exact_visibility=not shared)
-                 for s in specs]
-        texts, attempts = [], 0
-        with _Timer() as timer:
-            for text, used in map_ordered(labelled_question, tasks, workers=args.workers, chunksize=4):
-                texts.append(text)
-                attempts += used
-        # the environment set-up is part of what generate does for these questions: count it
-        wall, cpu = timer.wall + setup.wall, timer.cpu + setup.cpu
-        rate = _rate(len(texts), wall, cpu, timer, attempts_per_question=round(attempts / len(texts), 2),
-                     examples_seconds=round(timer.wall, 2))
-        return rate, texts
-
-    questions, texts = run_questions(True)
-    questions["sha256"] = hashlib.sha256("".join(texts).encode()).hexdigest()
-    if args.questions_only:
-        print(json.dumps({"labelled_questions": questions, "environment_setup_seconds": round(setup.wall, 2)}))
-        return 0
     other_code = None
     if args.reference_code:
         other_code = _reference_questions(args)
         other_code["identical_questions"] = other_code["sha256"] == questions["sha256"]
     baseline = None
     if not args.no_baseline:
-        baseline, reference = run_questions(False)
+        baseline, reference, _, _, _ = run_questions(False)
         baseline["identical_questions"] = reference == texts
     dataset = None
     if not args.no_dataset:
@@ -221,8 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         "workers": args.workers,
         "environments": len(environments),
         "gibbs_environments": sum(methods),
-        "environment_setup": {"seconds": round(setup.wall, 2), "cpu_seconds": round(setup.cpu, 2),
-                              "load_average": [setup.load_before, setup.load_after]},
+        "environment_setup": {"seconds": round(setup.wall, 2), "load_average": [setup.load_before, setup.load_after]},
         "complete_scene_graphs": scenes,
         "scene_graphs_with_layout": laid_out,
         "labelled_questions": questions,
@@ -237,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report))
         return 0
     print(f"{report['machine']}; {args.workers} workers; {len(environments)} environments ({sum(methods)} need "
-          f"the Gibbs sampler); environment set-up {setup.wall:.1f} s wall, {setup.cpu:.1f} CPU-s")
+          f"the Gibbs sampler); environment set-up {setup.wall:.1f} s wall")
     print("rates: wall clock with this many workers | per CPU-second (parent + workers) | load average "
           "before-after")
     rows = [("complete scene graphs", scenes), ("  with 3D layout", laid_out), ("labelled questions", questions)]
@@ -268,6 +275,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{dataset['stats_and_plots_seconds']:.1f} s) | load {dataset['load_average'][0]:.1f}-"
               f"{dataset['load_average'][1]:.1f}")
     return 0
+
+
+def _pool_session(workers: int):
+    """:func:`clevr_poc.executors.local_pool_session` (what ``generate`` runs in), or nothing with a
+    clevr_poc from before it (``--reference-code``)."""
+    try:
+        from clevr_poc.executors import local_pool_session
+    except ImportError:
+        return contextlib.nullcontext()
+    return local_pool_session(workers)
 
 
 def _reference_questions(args) -> dict:
