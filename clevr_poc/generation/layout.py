@@ -511,8 +511,7 @@ def _pixel_bounds(silhouettes: dict, camera, count: int, shown, min_pixels: int 
             continue
         v, first, last = v[rows], first[rows], last[rows]
         i0, i1 = int(first.min()), int(last.max()) + 1
-        centres = np.arange(i0, i1) + 0.5
-        mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
+        centres = mask = None  # built when an object may cover some of these pixels
         u_lo, u_hi, v_lo, v_hi = i0, i1, v[0] - 0.5, v[-1] + 0.5
         for j in shown:
             if j == k:
@@ -524,9 +523,13 @@ def _pixel_bounds(silhouettes: dict, camera, count: int, shown, min_pixels: int 
             if (support_j[0] < u_lo - 1 or -support_j[_HALF] > u_hi + 1 or support_j[_QUARTER] < v_lo - 1
                     or -support_j[3 * _QUARTER] > v_hi + 1):
                 continue
+            if mask is None:
+                centres = np.arange(i0, i1) + 0.5
+                mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
             olo, ohi = _outer_rows(directions, support_j, v)
             mask &= ~((centres[None, :] >= olo[:, None]) & (centres[None, :] <= ohi[:, None]))
-        bounds[k] = int(mask.sum())
+        # no such object: the row intervals' lengths (the mask's count)
+        bounds[k] = int((last - first + 1).sum()) if mask is None else int(mask.sum())
         if min_pixels is not None and bounds[k] < min_pixels:
             return bounds
     return bounds
