@@ -81,3 +81,27 @@ def test_row_by_row_hull_mask_equals_the_edge_test_everywhere(kind):
         ambiguous_cases += bool((masks._edge_cross(hull, us[..., None], vs[..., None]) == 0).any())
     if kind == "pixel_aligned":
         assert ambiguous_cases > 100  # pixel centres exactly on an edge: decided by the edge test
+
+
+def test_index_map_of_a_window_is_that_block_of_the_whole_map():
+    """Issue 27: the visibility check ray-casts only the box of the objects it is unsure of; every
+    label there is the whole map's."""
+    from clevr_poc.camera import look_at
+    from clevr_poc.rendering.shapes import object_mesh
+
+    rng = np.random.default_rng(11)
+    camera = look_at((7.5, -7.5, 6.0), width=320, height=240)
+    shapes = ("sphere", "cube", "cylinder", "cone")
+    checked = 0
+    for _ in range(8):
+        meshes = [object_mesh(shapes[k % 4], ("small", "medium", "large")[k % 3], *rng.uniform(-2.5, 2.5, 2),
+                              float(rng.uniform(0, 360))) for k in range(6)]
+        full = masks.instance_index_map(meshes, camera)
+        assert (full >= 0).sum() > 1000
+        for _ in range(6):
+            i0, j0 = int(rng.integers(0, 300)), int(rng.integers(0, 220))
+            i1, j1 = min(i0 + int(rng.integers(0, 120)), 320), min(j0 + int(rng.integers(0, 120)), 240)
+            window = masks.instance_index_map(meshes, camera, window=(i0, i1, j0, j1))
+            assert np.array_equal(window, full[j0:j1, i0:i1])
+            checked += 1
+    assert checked == 48

@@ -366,13 +366,21 @@ class VisibilityCheck:
         silhouette's bounding box meets one of theirs. Every object covering a pixel of an unsure
         object's mask is in that subset (kept in index order), so the subset's index map labels those
         pixels exactly as the full one does: the unsure objects' pixel counts, hence the failing
-        objects and their reasons, are those of the full check; the others passed the bound."""
+        objects and their reasons, are those of the full check; the others passed the bound. The map
+        covers only the box of the unsure objects' footprints (``instance_index_map(window=...)``:
+        the same labels there)."""
         from clevr_poc.rendering.masks import instance_index_map, mesh_footprints
 
         boxes = {k: _box(silhouette[1]) for k, silhouette in silhouettes.items()}
         subset = sorted(set(unsure) | {j for j in boxes for k in unsure if _boxes_meet(boxes[j], boxes[k])})
         footprints = mesh_footprints([meshes[j] for j in subset], camera)
-        counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints), len(subset))
+        # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
+        boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
+                        if k in unsure and footprints[position] is not None]
+        window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
+                   min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure)) if boxes_unsure else (0, 0, 0, 0))
+        counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints, window),
+                                 len(subset))
         offending = []
         for position, k in enumerate(subset):
             if k in unsure and counts[position] < self.min_pixels:

@@ -29,7 +29,8 @@ BACKGROUND = -1
 
 
 # ---------------------------------------------------------------------- ray casting
-def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Sequence | None = None) -> np.ndarray:
+def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Sequence | None = None,
+                       window: tuple[int, int, int, int] | None = None) -> np.ndarray:
     """The object seen at every pixel centre: int32 (height, width), object index or :data:`BACKGROUND`.
 
     A pixel centre sees a convex solid iff it lies in the convex hull of the solid's projected vertices
@@ -40,12 +41,18 @@ def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Seque
         meshes: convex world-space meshes in front of the camera, index = object index.
         camera: the camera (pixel centres at (i + 0.5, j + 0.5)).
         footprints: the meshes' :func:`mesh_footprints`, when the caller has them already.
+        window: ``(i0, i1, j0, j1)``: only these columns and rows; the result is then the (j1 - j0,
+            i1 - i0) block of the whole map (every pixel's label depends on that pixel alone; issue 27:
+            the visibility check needs a few objects' pixels, not the image's).
     """
-    H, W = camera.height, camera.width
-    index = np.full((H, W), BACKGROUND, dtype=np.int32)
-    cover = np.zeros((H, W), dtype=np.int32)
     if footprints is None:
         footprints = mesh_footprints(meshes, camera)
+    wi0, wi1, wj0, wj1 = (0, camera.width, 0, camera.height) if window is None else window
+    H, W = wj1 - wj0, wi1 - wi0
+    index = np.full((H, W), BACKGROUND, dtype=np.int32)
+    cover = np.zeros((H, W), dtype=np.int32)
+    if window is not None:  # the footprints' parts inside the window, in its coordinates
+        footprints = [_clip(footprint, wi0, wi1, wj0, wj1) for footprint in footprints]
     for k, footprint in enumerate(footprints):
         if footprint is None:
             continue
@@ -90,7 +97,7 @@ def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Seque
         if not shared.any():
             continue
         rows, cols = np.nonzero(shared)
-        rays = pixel_rays(cols + i0 + 0.5, rows + j0 + 0.5, camera)
+        rays = pixel_rays(cols + (i0 + wi0) + 0.5, rows + (j0 + wj0) + 0.5, camera)
         normals, offsets = mesh.planes()
         num = offsets - normals @ origin
         facing = num < 0                                    # planes the camera is outside of
@@ -103,6 +110,18 @@ def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Seque
         best[r[closer], c[closer]] = dist[closer]
         index[r[closer], c[closer]] = k
     return index
+
+
+def _clip(footprint, i0: int, i1: int, j0: int, j1: int):
+    """A :func:`mesh_footprints` entry cut to the window (i0, i1, j0, j1), in the window's pixel
+    coordinates; None when nothing of it is inside."""
+    if footprint is None:
+        return None
+    (a0, a1, b0, b1), inside = footprint
+    c0, c1, d0, d1 = max(a0, i0), min(a1, i1), max(b0, j0), min(b1, j1)
+    if c0 >= c1 or d0 >= d1:
+        return None
+    return (c0 - i0, c1 - i0, d0 - j0, d1 - j0), inside[d0 - b0:d1 - b0, c0 - a0:c1 - a0]
 
 
 #: Depth margin (world units) of the candidate test of :func:`instance_index_map`: far above the rounding
