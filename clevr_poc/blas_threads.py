@@ -9,9 +9,11 @@ run, 200 questions, load 8-9, byte-identical files). Generation is parallel over
 not inside a matrix product, so :func:`single_blas_thread` limits BLAS to one thread around each
 example.
 
-The products' values do not depend on the thread count (OpenBLAS splits a product's *output* among
-threads; each element is computed by the same kernel): the generated files are byte-identical either
-way (``diff -r``, docs/benchmarks.md).
+The values of generation's products do not depend on the thread count: with an inner dimension of
+2 or 3 every element is computed by the same kernel whichever thread computes it
+(``tests/test_blas_threads.py``), and the integer-valued products of the scene check are exact. (Products
+with a long inner dimension, or ``a @ a.T``, can differ in the last bits between thread counts.) The
+generated files are byte-identical either way (``diff -r``, docs/benchmarks.md).
 
 ``threadpoolctl`` (with the ``generate`` extra) does the limiting; without it the context does nothing
 (the same results, slower on a busy machine).
