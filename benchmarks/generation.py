@@ -7,19 +7,26 @@ constraints), exactly as ``python -m clevr_poc generate`` (default settings) run
 
 0. *environment set-up*: :func:`~clevr_poc.generation.dataset_writer.prepare_dataset_environments`
    (environments sampled, each one's scene sampler calibrated -- and its Gibbs pool built when it needs
-   one -- once, in parallel);
+   one -- once, in parallel), on the pool that step 3 then uses
+   (:func:`~clevr_poc.executors.local_pool_session`, as ``generate`` does);
 1. *complete scene graphs*: :meth:`~clevr_poc.generation.scene_sampler.SceneSampler.sample` (attributes and
    regions, every scene checked by clingo), samplers rebuilt in the workers from the prepared states;
 2. *with layout*: the same plus :func:`~clevr_poc.generation.layout.place_objects`;
 3. *labelled questions*: :func:`~clevr_poc.generation.example_generation.generate_example` per question (scene,
    layout, visibility check from the render camera, hidden object, question, answer labelled by the
-   reasoner, retries), without disk writes; the figure's time includes the environment set-up (0.);
+   reasoner, retries), without disk writes; the figure's time includes the environment set-up (0.) and
+   the pool's start (measured first, before 1. and 2.);
 4. *baseline* (same run, same tasks): the reference path -- every worker builds every sampler itself
-   and every layout is ray-cast (``ExampleTask(sampler_state=None, exact_visibility=True)``), which is
-   what ``generate`` did before the cheap visibility bound and the shared sampler states (the outputs
-   are identical: the benchmark checks it question by question);
+   and every layout is ray-cast (``ExampleTask(sampler_state=None, exact_visibility=True)``), set-up and
+   examples on pools of their own, which is what ``generate`` did before the cheap visibility bound and
+   the shared sampler states (the outputs are identical: the benchmark checks it question by question);
 5. *dataset*: :func:`~clevr_poc.generation.dataset_writer.generate_dataset` into a temporary folder (writes
-   included; statistics/plots excluded from the rate).
+   included; statistics/plots excluded from the rate);
+6. *reference code* (``--reference-code DIR``, same run): step 3 once more in a subprocess that imports
+   ``clevr_poc`` from ``DIR``, another checkout (e.g. ``git worktree add /tmp/clevr_poc_main main``):
+   the ratio of this code's labelled questions/s to that code's, and whether their question files are
+   identical (a SHA-256 of all of them). Issue 27 measured its speed-up this way, against the code
+   before it.
 
 Rates: *wall* = items / wall seconds with ``--workers`` processes (what the machine delivered, process
 start-up, imports and set-up included); *per CPU-second* = items / CPU seconds of the parent and all
@@ -29,17 +36,20 @@ load average is printed next to each figure: other processes on the machine lowe
 Usage::
 
     python benchmarks/generation.py [--workers 2] [--environments 10] [--scenes 20000] [--questions 2000]
-                                    [--seed 0] [--no-baseline] [--json]
+                                    [--seed 0] [--no-baseline] [--reference-code DIR] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import os
 import platform
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -133,12 +143,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-baseline", action="store_true", help="skip the baseline (reference path) run")
     parser.add_argument("--no-dataset", action="store_true", help="skip the generate_dataset run")
+    parser.add_argument("--reference-code", metavar="DIR",
+                        help="also measure labelled questions with the clevr_poc of this checkout (same run)")
+    parser.add_argument("--questions-only", action="store_true",
+                        help="measure labelled questions only and print them as JSON (what --reference-code runs)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    if args.questions_only:
+        args.no_baseline = args.no_dataset = True
+        args.scenes = args.layout_scenes = 0
 
     config = DatasetConfig(args.environments, max(1, args.questions // args.environments), args.seed)
-    with _Timer() as setup:
-        environments, states = prepare_dataset_environments(config, workers=args.workers)
+    specs = plan_examples(config)
+
+    def run_questions(shared: bool) -> tuple[dict, list[str], list, list, "_Timer"]:
+        """Set-up and labelled questions as ``generate`` runs them (``shared``: one pool for both,
+        when this clevr_poc has :func:`~clevr_poc.executors.local_pool_session`), or the baseline path
+        (separate pools, samplers rebuilt by every worker, every layout ray-cast)."""
+        texts, attempts = [], 0
+        session = _pool_session(args.workers) if shared else contextlib.nullcontext()
+        with _Timer() as timer:  # around the session: the pool's workers have ended when it stops
+            with session:
+                with _Timer() as setup:
+                    environments, states = prepare_dataset_environments(config, workers=args.workers)
+                tasks = [ExampleTask(s, environments[s.environment_id], config.seed, config.max_attempts,
+                                     config.fallback_attributes, config.visibility,
+                                     states[s.environment_id] if shared else None, exact_visibility=not shared)
+                         for s in specs]
+                with _Timer() as examples:
+                    for text, used in map_ordered(labelled_question, tasks, workers=args.workers, chunksize=4):
+                        texts.append(text)
+                        attempts += used
+        # the environment set-up is part of what generate does for these questions: it is counted
+        rate = _rate(len(texts), timer.wall, timer.cpu, timer, attempts_per_question=round(attempts / len(texts), 2),
+                     examples_seconds=round(examples.wall, 2), environment_setup_seconds=round(setup.wall, 2))
+        return rate, texts, environments, states, setup
+
+    questions, texts, environments, states, setup = run_questions(True)
+    questions["sha256"] = hashlib.sha256("".join(texts).encode()).hexdigest()
+    if args.questions_only:
+        print(json.dumps({"labelled_questions": questions}))
+        return 0
     methods = [s.pool is not None for s in states]
 
     def scene_tasks(total: int, layout: bool, chunk: int = 500):
@@ -152,31 +197,16 @@ def main(argv: list[str] | None = None) -> int:
             count = sum(map_ordered(sample_scene_graphs, scene_tasks(total, layout, chunk), workers=args.workers))
         return _rate(count, timer.wall, timer.cpu, timer)
 
-    scenes = run_scenes(args.scenes, False, 500)
-    laid_out = run_scenes(args.layout_scenes, True, 200)
+    scenes = run_scenes(args.scenes, False, 500) if args.scenes else None
+    laid_out = run_scenes(args.layout_scenes, True, 200) if args.layout_scenes else None
 
-    specs = plan_examples(config)
-
-    def run_questions(shared: bool) -> tuple[dict, list[str]]:
-        tasks = [ExampleTask(s, environments[s.environment_id], config.seed, config.max_attempts,
-                             config.fallback_attributes, config.visibility,
-                             states[s.environment_id] if shared else None, exact_visibility=not shared)
-                 for s in specs]
-        texts, attempts = [], 0
-        with _Timer() as timer:
-            for text, used in map_ordered(labelled_question, tasks, workers=args.workers, chunksize=4):
-                texts.append(text)
-                attempts += used
-        # the environment set-up is part of what generate does for these questions: count it
-        wall, cpu = timer.wall + setup.wall, timer.cpu + setup.cpu
-        rate = _rate(len(texts), wall, cpu, timer, attempts_per_question=round(attempts / len(texts), 2),
-                     examples_seconds=round(timer.wall, 2))
-        return rate, texts
-
-    questions, texts = run_questions(True)
+    other_code = None
+    if args.reference_code:
+        other_code = _reference_questions(args)
+        other_code["identical_questions"] = other_code["sha256"] == questions["sha256"]
     baseline = None
     if not args.no_baseline:
-        baseline, reference = run_questions(False)
+        baseline, reference, _, _, _ = run_questions(False)
         baseline["identical_questions"] = reference == texts
     dataset = None
     if not args.no_dataset:
@@ -199,27 +229,30 @@ def main(argv: list[str] | None = None) -> int:
         "workers": args.workers,
         "environments": len(environments),
         "gibbs_environments": sum(methods),
-        "environment_setup": {"seconds": round(setup.wall, 2), "cpu_seconds": round(setup.cpu, 2),
-                              "load_average": [setup.load_before, setup.load_after]},
+        "environment_setup": {"seconds": round(setup.wall, 2), "load_average": [setup.load_before, setup.load_after]},
         "complete_scene_graphs": scenes,
         "scene_graphs_with_layout": laid_out,
         "labelled_questions": questions,
         "labelled_questions_baseline": baseline,
         "dataset_with_writes": dataset,
-        "projected_for_1e6": {"complete_scene_graphs": projected(scenes),
-                              "scene_graphs_with_layout": projected(laid_out),
+        "labelled_questions_reference_code": other_code,
+        "projected_for_1e6": {"complete_scene_graphs": projected(scenes) if scenes else None,
+                              "scene_graphs_with_layout": projected(laid_out) if laid_out else None,
                               "labelled_questions": projected(questions)},
     }
     if args.json:
         print(json.dumps(report))
         return 0
     print(f"{report['machine']}; {args.workers} workers; {len(environments)} environments ({sum(methods)} need "
-          f"the Gibbs sampler); environment set-up {setup.wall:.1f} s wall, {setup.cpu:.1f} CPU-s")
+          f"the Gibbs sampler); environment set-up {setup.wall:.1f} s wall")
     print("rates: wall clock with this many workers | per CPU-second (parent + workers) | load average "
           "before-after")
     rows = [("complete scene graphs", scenes), ("  with 3D layout", laid_out), ("labelled questions", questions)]
     if baseline is not None:
         rows.append(("  baseline (reference)", baseline))
+    if other_code is not None:
+        rows.append(("  reference code", other_code))
+    rows = [(name, rate) for name, rate in rows if rate is not None]
     for name, rate in rows:
         hours = projected(rate)
         print(f"{name:22s}: {rate['per_second']:8.1f} /s wall | {rate['per_cpu_second']:8.1f} /CPU-s "
@@ -232,12 +265,38 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  baseline questions identical to the optimised path: {baseline['identical_questions']}; "
               f"speed-up x{questions['per_second'] / baseline['per_second']:.2f} wall, "
               f"x{questions['per_cpu_second'] / baseline['per_cpu_second']:.2f} per CPU-s")
+    if other_code is not None:
+        print(f"  reference code ({args.reference_code}): questions identical: {other_code['identical_questions']}; "
+              f"this code x{questions['per_second'] / other_code['per_second']:.2f} wall, "
+              f"x{questions['per_cpu_second'] / other_code['per_cpu_second']:.2f} per CPU-s")
     if dataset is not None:
         print(f"dataset (with writes) : {dataset['per_second']:8.1f} /s wall ({dataset['count']} in "
               f"{dataset['seconds']:.1f} s, environments included; statistics and plots "
               f"{dataset['stats_and_plots_seconds']:.1f} s) | load {dataset['load_average'][0]:.1f}-"
               f"{dataset['load_average'][1]:.1f}")
     return 0
+
+
+def _pool_session(workers: int):
+    """:func:`clevr_poc.executors.local_pool_session` (what ``generate`` runs in), or nothing with a
+    clevr_poc from before it (``--reference-code``)."""
+    try:
+        from clevr_poc.executors import local_pool_session
+    except ImportError:
+        return contextlib.nullcontext()
+    return local_pool_session(workers)
+
+
+def _reference_questions(args) -> dict:
+    """Step 3 with the clevr_poc of ``args.reference_code`` (this script, ``--questions-only``, in a
+    subprocess whose ``PYTHONPATH`` starts with that checkout): its labelled-questions figures."""
+    command = [sys.executable, os.path.abspath(__file__), "--questions-only", "--workers", str(args.workers),
+               "--environments", str(args.environments), "--questions", str(args.questions), "--seed", str(args.seed)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.abspath(args.reference_code)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True,
+                          cwd=os.path.abspath(args.reference_code))
+    return json.loads(done.stdout.strip().splitlines()[-1])["labelled_questions"]
 
 
 if __name__ == "__main__":

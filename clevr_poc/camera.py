@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -233,12 +234,20 @@ def camera_preset(name: str, width: int | None = None, height: int | None = None
     if name not in CAMERA_PRESETS:
         raise FormatError(f"unknown camera preset; expected one of {sorted(CAMERA_PRESETS)}", field="camera",
                           value=name)
+    return _preset(name, CAMERA_PRESETS[name], None if width is None else int(width),
+                   None if height is None else int(height))
+
+
+@lru_cache(maxsize=64)
+def _preset(name: str, make: Callable[..., Camera], width: int | None, height: int | None) -> Camera:
+    """:func:`camera_preset`'s camera, built once per preset and size (a :class:`Camera` is immutable;
+    issue 27: the dataset generator's visibility check asks for it once per example)."""
     kwargs = {}
     if width is not None:
-        kwargs["width"] = int(width)
+        kwargs["width"] = width
     if height is not None:
-        kwargs["height"] = int(height)
-    return CAMERA_PRESETS[name](**kwargs)
+        kwargs["height"] = height
+    return make(**kwargs)
 
 
 # ---------------------------------------------------------------------- projection

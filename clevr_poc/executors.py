@@ -147,9 +147,39 @@ def map_ordered(
             bar.close()
 
 
-def _map_pool(func, items, config: ExecutorConfig, chunksize: int, window: int) -> Iterator[Any]:
+#: The pool of the innermost :func:`local_pool_session` block: [(workers, pool)], or empty.
+_SHARED_POOLS: list[tuple[int, ProcessPoolExecutor]] = []
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("spawn")  # no forked clingo/tqdm threads
-    with ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+@contextlib.contextmanager
+def local_pool_session(workers: int) -> Iterator[None]:
+    """Keep one local process pool of ``workers`` processes for the duration of a ``with`` block.
+
+    :func:`map_ordered` calls inside the block with the local executor and this many workers run on
+    it instead of starting (spawning, importing) a pool each: ``generate`` prepares the environments
+    and generates the examples on the same processes, which also keep their caches (scene samplers,
+    grounded reasoner programs) from one call to the next (issue 27: a spawned worker costs about
+    1 CPU second of imports). Results do not change. ``workers=1`` (no pool) does nothing.
+    """
+    if workers <= 1:
+        yield
+        return
+    with _new_pool(workers) as pool:
+        _SHARED_POOLS.append((workers, pool))
+        try:
+            yield
+        finally:
+            _SHARED_POOLS.pop()
+
+
+def _map_pool(func, items, config: ExecutorConfig, chunksize: int, window: int) -> Iterator[Any]:
+    shared = _SHARED_POOLS[-1] if _SHARED_POOLS and _SHARED_POOLS[-1][0] == config.workers else None
+    with (contextlib.nullcontext(shared[1]) if shared else _new_pool(config.workers)) as pool:
         pending: deque = deque()
         chunks = _chunks(items, chunksize)
         try:

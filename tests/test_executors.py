@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clevr_poc.errors import ClevrPocError, FormatError
-from clevr_poc.executors import ExecutorError, map_ordered
+from clevr_poc.executors import ExecutorError, local_pool_session, map_ordered
 
 
 def _square_or_fail(x: int) -> int:
@@ -37,6 +37,24 @@ def test_pool_keeps_order_and_uses_other_processes():
     results = list(map_ordered(_slow_first, range(40), workers=2, chunksize=3, max_in_flight=4))
     assert [x for x, _ in results] == list(range(40))
     assert os.getpid() not in {pid for _, pid in results}
+
+
+def test_pool_session_runs_every_call_on_the_same_processes():
+    """Issue 27: ``generate`` prepares environments and generates examples on one pool."""
+    import os
+
+    with local_pool_session(2):
+        first = list(map_ordered(_slow_first, range(12), workers=2, chunksize=2))
+        second = list(map_ordered(_slow_first, range(12), workers=2, chunksize=2))
+        with pytest.raises(FormatError, match="thirteen"):  # an error ends that call, not the pool
+            list(map_ordered(_square_or_fail, range(20), workers=2))
+        third = list(map_ordered(_square_or_fail, range(6), workers=2))
+        other = list(map_ordered(_slow_first, range(4), workers=3))  # another width: a pool of its own
+    assert [x for x, _ in first] == [x for x, _ in second] == list(range(12))
+    assert third == [0, 1, 4, 9, 16, 25]
+    pool_pids = {pid for _, pid in first} | {pid for _, pid in second}
+    assert len(pool_pids) <= 2 and os.getpid() not in pool_pids
+    assert not pool_pids & {pid for _, pid in other}
 
 
 def test_pool_consumes_a_generator_lazily():

@@ -29,3 +29,79 @@ def test_qhull_and_monotone_chain_agree(kind):
 def test_hull_of_a_square_with_interior_and_edge_points():
     points = np.array([[0, 0], [2, 0], [2, 2], [0, 2], [1, 1], [1, 0], [0.5, 1.5]], dtype=float)
     assert masks._convex_hull(points).tolist() == [[0, 0], [2, 0], [2, 2], [0, 2]]
+
+
+def test_prefiltered_hull_of_projected_meshes_is_the_hull_of_all_vertices():
+    """Issue 27: a mesh's projected vertices (hundreds to thousands) are first thinned to those outside
+    the polygon of the extremes in 32 directions; the polygon is exactly the one of all vertices."""
+    from clevr_poc.camera import look_at, project_points
+    from clevr_poc.rendering.shapes import object_mesh
+
+    rng = np.random.default_rng(27)
+    checked = 0
+    for shape in ("sphere", "cylinder", "cube", "cone"):
+        for size in ("small", "large"):
+            for _ in range(6):
+                camera = look_at(tuple(rng.uniform([-12, -12, 4], [12, 12, 12])), width=320, height=240)
+                mesh = object_mesh(shape, size, *rng.uniform(-3, 3, 2), float(rng.uniform(0, 360)))
+                points = project_points(mesh.vertices, camera)[:, :2]
+                rounded = np.round(points, 9)
+                expected = masks._monotone_chain(np.unique(rounded, axis=0))
+                if len(rounded) > masks._PREFILTER_MIN_POINTS:
+                    kept = masks._drop_interior_many(rounded)
+                    assert len(kept) < len(rounded)
+                    checked += 1
+                assert np.array_equal(masks._convex_hull(points), expected)
+    assert checked == 48  # every mesh (128 to 2,112 vertices) went through the prefilter
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "pixel_aligned", "circle"])
+def test_row_by_row_hull_mask_equals_the_edge_test_everywhere(kind):
+    """Issue 27: ``_hull_mask`` (intervals per row, the edge test only near an edge) gives exactly the
+    booleans of the edge test at every pixel centre, also for vertices on pixel centres and flat edges."""
+    rng = np.random.default_rng({"gaussian": 1, "pixel_aligned": 2, "circle": 3}[kind])
+    ambiguous_cases = 0
+    for _ in range(400):
+        n = int(rng.integers(3, 80))
+        if kind == "gaussian":
+            points = rng.normal(size=(n, 2)) * rng.uniform(1, 60) + rng.uniform(-20, 340, 2)
+        elif kind == "pixel_aligned":  # edges through pixel centres, horizontal and vertical edges
+            points = rng.integers(0, 12, size=(n, 2)) * 0.5 + rng.integers(-5, 300, 2)
+        else:
+            theta = rng.uniform(0, 2 * np.pi, n)
+            points = np.c_[np.cos(theta), np.sin(theta)] * rng.uniform(0.3, 40) + rng.uniform(0, 320, 2)
+        hull = masks._convex_hull(points)
+        if len(hull) < 3:
+            continue
+        u = np.arange(int(np.floor(hull[:, 0].min())) - 1, int(np.ceil(hull[:, 0].max())) + 2) + 0.5
+        v = np.arange(int(np.floor(hull[:, 1].min())) - 1, int(np.ceil(hull[:, 1].max())) + 2) + 0.5
+        expected = masks._hull_mask_reference(hull, u, v)
+        assert np.array_equal(masks._hull_mask(hull, u, v), expected)
+        us, vs = np.meshgrid(u, v)
+        ambiguous_cases += bool((masks._edge_cross(hull, us[..., None], vs[..., None]) == 0).any())
+    if kind == "pixel_aligned":
+        assert ambiguous_cases > 100  # pixel centres exactly on an edge: decided by the edge test
+
+
+def test_index_map_of_a_window_is_that_block_of_the_whole_map():
+    """Issue 27: the visibility check ray-casts only the box of the objects it is unsure of; every
+    label there is the whole map's."""
+    from clevr_poc.camera import look_at
+    from clevr_poc.rendering.shapes import object_mesh
+
+    rng = np.random.default_rng(11)
+    camera = look_at((7.5, -7.5, 6.0), width=320, height=240)
+    shapes = ("sphere", "cube", "cylinder", "cone")
+    checked = 0
+    for _ in range(8):
+        meshes = [object_mesh(shapes[k % 4], ("small", "medium", "large")[k % 3], *rng.uniform(-2.5, 2.5, 2),
+                              float(rng.uniform(0, 360))) for k in range(6)]
+        full = masks.instance_index_map(meshes, camera)
+        assert (full >= 0).sum() > 1000
+        for _ in range(6):
+            i0, j0 = int(rng.integers(0, 300)), int(rng.integers(0, 220))
+            i1, j1 = min(i0 + int(rng.integers(0, 120)), 320), min(j0 + int(rng.integers(0, 120)), 240)
+            window = masks.instance_index_map(meshes, camera, window=(i0, i1, j0, j1))
+            assert np.array_equal(window, full[j0:j1, i0:i1])
+            checked += 1
+    assert checked == 48

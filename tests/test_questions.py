@@ -14,7 +14,7 @@ from clevr_poc.environments import Constraint as C, Environment
 from clevr_poc.generation.template_files import FAMILIES, load_template_file, load_templates
 from clevr_poc.generation.answer_balancer import AnswerBalancer
 from clevr_poc.generation.question_generator import InconsistentSceneError, QuestionGenerator, TemplateNotApplicable
-from clevr_poc.generation.question_instance import Instance, tidy_text
+from clevr_poc.generation.question_instance import Instance, official_asp_query, tidy_text
 from clevr_poc.generation.candidate_objects import hidden_candidates
 from clevr_poc.reasoning import Reasoner, sanitize_query
 from clevr_poc.scene import Scene, SceneObject as O, compute_relationships
@@ -306,6 +306,11 @@ def test_intended_answer_from_candidates_equals_the_pinned_reasoner_answer(reaso
             official = reasoner.answer(environment, partial, generator.asp_query(instance)).values
             assert intended == pinned, template.id
             assert pinned <= official
+            # issue 27: the generator hands the Reasoner the typed official query, equal to its text's
+            checked = official_asp_query(instance)
+            assert checked == reasoner.sanitize(generator.asp_query(instance))
+            assert checked.text == generator.asp_query(instance)
+            assert reasoner.answer(environment, partial, checked).values == official
             compared += 1
     assert compared >= 20
 

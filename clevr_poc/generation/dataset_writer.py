@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -297,7 +296,7 @@ def generate_dataset(
         GenerationError: an example has no valid question for any attribute.
         ExecutorError: bad executor settings.
     """
-    from clevr_poc.executors import ExecutorConfig, map_ordered, ray_session
+    from clevr_poc.executors import ExecutorConfig, local_pool_session, map_ordered, ray_session
 
     config = DatasetConfig(environments, scenes_per_environment, seed,
                            tuple((splits or DEFAULT_SPLITS).items()),
@@ -311,7 +310,8 @@ def generate_dataset(
     _open_folder(out_dir, config)
     stale = remove_stale_generation_temps(out_dir)  # a killed run's leftovers (SIGKILL, power loss)
 
-    session = ray_session(workers, ray_address) if executor == "ray" else nullcontext()
+    # one pool for the environments and the examples (its workers keep their samplers)
+    session = ray_session(workers, ray_address) if executor == "ray" else local_pool_session(workers)
     with session:
         started = time.perf_counter()
         envs, states = prepare_dataset_environments(config, workers=workers, executor=executor,

@@ -176,31 +176,35 @@ def place_objects(scene: Scene, rng: random.Random, *, min_distance: float = DEF
 def _fill_region(members: list[int], positions: dict[int, tuple[float, float]], bounds: list,
                  rng: random.Random, min_distance: float, margin: float, attempts: int,
                  rejected: dict[str, int]) -> bool:
-    """Place ``members`` one by one into ``positions``; False as soon as one finds no place."""
+    """Place ``members`` one by one into ``positions``; False as soon as one finds no place.
+
+    A candidate is ``(rng.uniform(x_lo, x_hi), rng.uniform(y_lo, y_hi))`` (its arithmetic inlined), checked
+    against the placed objects in placement order: "overlap" when the centres are at most
+    ``r_i + r_j + min_distance`` apart, else "margin" when ``|dx|`` or ``|dy|`` is under ``margin``; the
+    first rule broken is counted in ``rejected``. (Issue 27: this loop is most of a layout's time.)"""
+    draw = rng.random
+    hypot = math.hypot
     for i in members:
         x_lo, x_hi, y_lo, y_hi, r = bounds[i]
+        x_span, y_span = x_hi - x_lo, y_hi - y_lo
+        others = [(xj, yj, r + bounds[j][4] + min_distance) for j, (xj, yj) in positions.items()]
         for _ in range(attempts):
-            x, y = rng.uniform(x_lo, x_hi), rng.uniform(y_lo, y_hi)
-            reason = _conflict(x, y, r, positions, bounds, min_distance, margin)
-            if reason is None:
+            x = x_lo + x_span * draw()                      # random.Random.uniform(x_lo, x_hi)
+            y = y_lo + y_span * draw()
+            for xj, yj, reach in others:
+                dx, dy = x - xj, y - yj
+                if hypot(dx, dy) <= reach:
+                    rejected["overlap"] += 1
+                    break
+                if abs(dx) < margin or abs(dy) < margin:
+                    rejected["margin"] += 1
+                    break
+            else:
                 positions[i] = (x, y)
                 break
-            rejected[reason] += 1
         else:
             return False
     return True
-
-
-def _conflict(x: float, y: float, r: float, positions: Mapping[int, tuple[float, float]], bounds: list,
-              min_distance: float, margin: float) -> str | None:
-    """"overlap", "margin" or None (the candidate fits with every placed object)."""
-    for j, (xj, yj) in positions.items():
-        dx, dy = x - xj, y - yj
-        if math.hypot(dx, dy) <= r + bounds[j][4] + min_distance:
-            return "overlap"
-        if abs(dx) < margin or abs(dy) < margin:
-            return "margin"
-    return None
 
 
 def relationships_consistent(scene: Scene) -> bool:
@@ -362,13 +366,21 @@ class VisibilityCheck:
         silhouette's bounding box meets one of theirs. Every object covering a pixel of an unsure
         object's mask is in that subset (kept in index order), so the subset's index map labels those
         pixels exactly as the full one does: the unsure objects' pixel counts, hence the failing
-        objects and their reasons, are those of the full check; the others passed the bound."""
+        objects and their reasons, are those of the full check; the others passed the bound. The map
+        covers only the box of the unsure objects' footprints (``instance_index_map(window=...)``:
+        the same labels there)."""
         from clevr_poc.rendering.masks import instance_index_map, mesh_footprints
 
         boxes = {k: _box(silhouette[1]) for k, silhouette in silhouettes.items()}
         subset = sorted(set(unsure) | {j for j in boxes for k in unsure if _boxes_meet(boxes[j], boxes[k])})
         footprints = mesh_footprints([meshes[j] for j in subset], camera)
-        counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints), len(subset))
+        # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
+        boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
+                        if k in unsure and footprints[position] is not None]
+        window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
+                   min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure)) if boxes_unsure else (0, 0, 0, 0))
+        counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints, window),
+                                 len(subset))
         offending = []
         for position, k in enumerate(subset):
             if k in unsure and counts[position] < self.min_pixels:
@@ -455,16 +467,19 @@ def _silhouettes(meshes, camera, shown) -> dict | None:
     uvd = project_points(np.concatenate([meshes[k].vertices for k in shown]), camera)  # all objects at once
     if not np.all(uvd[:, 2] > 0):
         return None
-    support_all = uvd[:, :2] @ _DIRECTIONS.T            # (sum V, K)
+    # (K, sum V): a row per direction (numpy's argmax along the columns of a (V, K) array is 2x slower)
+    support_all = _DIRECTIONS @ uvd[:, :2].T
+    starts = np.cumsum([0] + sizes[:-1])
+    nears = np.minimum.reduceat(uvd[:, 2], starts).tolist()
+    fars = np.maximum.reduceat(uvd[:, 2], starts).tolist()
+    rows = np.arange(SILHOUETTE_DIRECTIONS)
     silhouettes = {}
-    start = 0
-    for k, size in zip(shown, sizes):
-        uv, depth, support = uvd[start:start + size, :2], uvd[start:start + size, 2], support_all[start:start + size]
-        start += size
-        extreme = support.argmax(axis=0)                # hull vertices, counter-clockwise in (u, v)
+    for position, (k, start, size) in enumerate(zip(shown, starts.tolist(), sizes)):
+        support = support_all[:, start:start + size]
+        extreme = support.argmax(axis=1)                # hull vertices, counter-clockwise in (u, v)
         keep = extreme != np.roll(extreme, 1)
-        inner = uv[extreme[keep]] if keep.any() else uv[extreme[:1]]
-        silhouettes[k] = (inner, support[extreme, np.arange(len(extreme))], float(depth.min()), float(depth.max()))
+        inner = uvd[start + extreme[keep], :2] if keep.any() else uvd[start + extreme[:1], :2]
+        silhouettes[k] = (inner, support[rows, extreme], nears[position], fars[position])
     return silhouettes
 
 
@@ -504,8 +519,7 @@ def _pixel_bounds(silhouettes: dict, camera, count: int, shown, min_pixels: int 
             continue
         v, first, last = v[rows], first[rows], last[rows]
         i0, i1 = int(first.min()), int(last.max()) + 1
-        centres = np.arange(i0, i1) + 0.5
-        mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
+        centres = mask = None  # built when an object may cover some of these pixels
         u_lo, u_hi, v_lo, v_hi = i0, i1, v[0] - 0.5, v[-1] + 0.5
         for j in shown:
             if j == k:
@@ -517,9 +531,13 @@ def _pixel_bounds(silhouettes: dict, camera, count: int, shown, min_pixels: int 
             if (support_j[0] < u_lo - 1 or -support_j[_HALF] > u_hi + 1 or support_j[_QUARTER] < v_lo - 1
                     or -support_j[3 * _QUARTER] > v_hi + 1):
                 continue
+            if mask is None:
+                centres = np.arange(i0, i1) + 0.5
+                mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
             olo, ohi = _outer_rows(directions, support_j, v)
             mask &= ~((centres[None, :] >= olo[:, None]) & (centres[None, :] <= ohi[:, None]))
-        bounds[k] = int(mask.sum())
+        # no such object: the row intervals' lengths (the mask's count)
+        bounds[k] = int((last - first + 1).sum()) if mask is None else int(mask.sum())
         if min_pixels is not None and bounds[k] < min_pixels:
             return bounds
     return bounds

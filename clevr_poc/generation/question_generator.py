@@ -62,7 +62,8 @@ from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.answer_balancer import AnswerBalancer
 from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate, hidden_candidates
 from clevr_poc.generation.question_instance import (
-    VARIABLES, Instance, asp_query, functional_program, intended_query, possible_values, question_text,
+    VARIABLES, Instance, asp_query, functional_program, intended_query, official_asp_query, possible_values,
+    question_text,
 )
 from clevr_poc.generation.template_files import (
     DESCRIPTION_ORDER, OBJECT_NODES, QuestionTemplate, TemplateNode, load_templates,
@@ -224,10 +225,11 @@ class QuestionGenerator:
             if len(intended) >= len(domain.DOMAINS[attribute]):
                 self.rejections["answer_size"] += 1  # the intended answer is already the whole domain
                 continue
-            asp_query = self.asp_query(instance)
+            checked = official_asp_query(instance)  # the typed query: the Reasoner need not parse its text
+            asp_query = checked.text
             answer = answers.get(asp_query)
             if answer is None:  # the same instantiation often comes up again within one call
-                answer = answers[asp_query] = self.reasoner.answer(environment, partial, asp_query).values
+                answer = answers[asp_query] = self.reasoner.answer(environment, partial, checked).values
             if hidden_value not in answer:
                 raise InconsistentSceneError(
                     f"the hidden object's {attribute} {hidden_value!r} is not in the answer {sorted(answer)} of "

@@ -17,7 +17,7 @@ from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate
 from clevr_poc.generation.template_files import (
     DESCRIPTION_ORDER, OBJECT_NODES, OPTIONAL_WORDS, TEXT_SLOT, QuestionTemplate,
 )
-from clevr_poc.queries.official_form import to_official_form
+from clevr_poc.queries.official_form import official_query
 from clevr_poc.queries.query import Atom, Constant, Inequality, Literal, Number, SanitizedQuery, Term, Variable
 from clevr_poc.scene import Scene
 
@@ -55,14 +55,20 @@ def asp_query(instance: Instance) -> str:
     among equals: ``single_and``'s ``<R2>`` reference is Y1), and every pair of object variables is
     distinct (``X!=Y1, Y1!=Y2, X!=Y2``, ...), as the official generator writes them.
     """
+    return official_asp_query(instance).text
+
+
+def official_asp_query(instance: Instance) -> SanitizedQuery:
+    """:func:`asp_query` as the typed query (its ``text`` is that query): what the question generator
+    hands the Reasoner, which then does not parse the text again (it would give an equal query: tested)."""
     literals: list[Literal] = [_answer_literal(instance)]
     literals += _description_literals(instance)
     # links ordered by their child's variable (X, Y, Z, W: by hop, text order among equals), so
-    # that to_official_form numbers the references in that order
+    # that official_query numbers the references in that order
     links = _structure_literals(instance, pinned=None)
     rank = {v: k for k, v in enumerate(VARIABLES)}
     links.sort(key=lambda lit: max(rank[v] for v in lit.variables()))
-    return to_official_form(SanitizedQuery(_ANSWER, tuple(literals + links)))
+    return official_query(SanitizedQuery(_ANSWER, tuple(literals + links)))
 
 def intended_query(instance: Instance, hidden_index: int) -> str:
     """The question with every reference object of the query object pinned to its id in the partial
@@ -117,12 +123,17 @@ def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: 
         restrict(instance.values[node.side_inputs[0]], instance.objects[node.inputs[0]])
     else:
         visit(node.inputs[0])
-    wanted = {**description, **same}
+    wanted = [(CANDIDATE_FIELD[a], v) for a, v in {**description, **same}.items()]
     position = CANDIDATE_FIELD[template.query_attribute]
-    return frozenset(
-        c[position] for c in candidates
-        if c[4] in regions and all(c[CANDIDATE_FIELD[a]] == v for a, v in wanted.items())
-    )
+    values = set()
+    for c in candidates:
+        if c[4] in regions:
+            for field_index, value in wanted:
+                if c[field_index] != value:
+                    break
+            else:
+                values.add(c[position])
+    return frozenset(values)
 
 def _answer_literal(instance: Instance) -> Atom:
     """``hasProperty(X,<queried attribute>,Q)``."""
