@@ -106,6 +106,8 @@ def main() -> int:
     parser.add_argument("--skip-labelled", action="store_true", help="no labelled fine-tuning (variants of (i))")
     parser.add_argument("--base", type=Path, default=None,
                         help="reuse the base model of an earlier run (its folder) instead of training one")
+    parser.add_argument("--also-test", default=None, metavar="DIR",
+                        help="also measure every model on the test split of this dataset (more held-out questions)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     work: Path = args.work
@@ -156,15 +158,20 @@ def main() -> int:
                                                  steps=wall_steps, batch=args.batch_objects, lr=args.lr,
                                                  seed=args.seed + 1, init=base, warmup=10))
         names.append("labelled-wall")
-    for name in names:
-        if name not in summary["test"]:
-            result, timing = _timed(lambda: _evaluate(work / name, args.dataset))
-            summary["test"][name] = {**result, "evaluate": timing}
-            save()
-        t = summary["test"][name]["constraints"]
-        a = summary["test"][name]["argmax"]
-        print(f"{name:>14}: test answers exact {t['answers']:.4f} Jaccard {t['answers_jaccard']:.4f} | attributes "
-              f"{json.dumps(t['attributes'])} region {t['region']} | argmax answers {a['answers']:.4f}", flush=True)
+    tests = [("test", args.dataset)] + ([("also_test", args.also_test)] if args.also_test else [])
+    for key, folder in tests:
+        summary.setdefault(key, {})
+        for name in names:
+            model = (args.base if name == "base" and args.base is not None else work / name)
+            if name not in summary[key]:
+                result, timing = _timed(lambda: _evaluate(model, folder))
+                summary[key][name] = {**result, "evaluate": timing}
+                save()
+            t = summary[key][name]["constraints"]
+            a = summary[key][name]["argmax"]
+            print(f"{key} {name:>14} ({summary[key][name]['images']} images): answers exact {t['answers']:.4f} "
+                  f"Jaccard {t['answers_jaccard']:.4f} | attributes {json.dumps(t['attributes'])} region {t['region']} "
+                  f"| argmax answers {a['answers']:.4f}", flush=True)
     save()
     return 0
 
