@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import Sequence
@@ -146,7 +147,8 @@ def _run_train_answers(args: argparse.Namespace) -> int:
                            config=config, camera_source=args.camera, progress=not args.no_progress,
                            log=lambda m: print(m, file=sys.stderr), stop_after=args.stop_after, device=args.device)
     summary = {"model": None if result.model is None else str(result.model), "step": result.step,
-               "questions": result.questions, "counts": result.counts, "losses": result.losses,
+               "questions": result.questions, "counts": result.counts,
+               "losses": [None if math.isnan(x) else x for x in result.losses],
                "seconds": round(result.seconds, 3), "solver_errors": result.solver_errors}
     if args.json:
         print(json.dumps(summary))

@@ -37,9 +37,10 @@ is that of the answer *given* the image and the environment, the distribution th
 
 which is 0 (no gradient) when every scene among the k gives the gold answer.
 
-For a single attribute head, ``dL/dz_{d,v} = sum_{i in M} q_i ([v_{d,i} = v] - p_d(v))`` with ``M`` the
-matching scenes in which ``d`` is kept and ``q_i = p(s_i) / sum_{j in M} p(s_j)`` (minus the same sum over
-all k scenes with their own normalised weights, when normalised): tests check it by hand.
+For the logits ``z_d`` of one attribute of detection ``d``, ``dL/dz_{d,v} = sum_{i in M_d} q_i (p_d(v) -
+[v_{d,i} = v])`` with ``M_d`` the matching scenes that keep ``d``, ``q_i = p(s_i) / sum_{j in M} p(s_j)`` the
+matching scenes' normalised weights (normalised: minus the same sum over all k scenes with their weights
+``p(s_i) / sum_j p(s_j)``); ``tests/test_answer_training.py`` checks both by hand.
 
 Probabilities are used unclipped here (log-softmax), while the decoder's integer costs clip them to
 ``[1e-6, 1 - 1e-6]`` (:data:`~clevr_poc.perception.decoding.MIN_PROBABILITY`): the ranking can differ from
