@@ -26,7 +26,8 @@ ENTRY_FILES = ("__main__.py",)
 
 #: Modules that answer questions, and the training code they must never pull in.
 INFERENCE = ("clevr_poc.perception.perceiver", "clevr_poc.pipeline", "clevr_poc.parsing.seq2seq")
-TRAINING = ("clevr_poc.perception.perception_training", "clevr_poc.parsing.supervised_training",
+TRAINING = ("clevr_poc.perception.perception_training", "clevr_poc.perception.answer_training",
+            "clevr_poc.parsing.supervised_training",
             "clevr_poc.parsing.reinforce", "clevr_poc.parsing.training_run",
             "clevr_poc.baselines.clip.clip_training")
 

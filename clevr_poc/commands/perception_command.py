@@ -1,5 +1,5 @@
-"""``python -m clevr_poc.perception {train,evaluate}``: train the perception networks on rendered images
-and measure them. Errors end with one ``error: ...`` line and exit status 1 (bad arguments: 2).
+"""``python -m clevr_poc.perception {train,train-answers,evaluate}``: train the perception networks on rendered
+images (``train-answers``: the attribute network from answers alone, NeurASP-style) and measure them. Errors end with one ``error: ...`` line and exit status 1 (bad arguments: 2).
 
 examples::
 
@@ -7,6 +7,8 @@ examples::
     python -m clevr_poc.perception train --dataset v1data --out runs/perception --part detector &   # one core
     python -m clevr_poc.perception train --dataset v1data --out runs/perception --part attributes    # the other
     python -m clevr_poc.perception train --dataset mixed --out runs/ft --init models/perception --device auto
+    python -m clevr_poc.perception train-answers --dataset v1data --init models/perception --out runs/answers \
+        --steps 100 --batch 8 --k 16                 # no scene labels: (image, environment, question, answer)
     python -m clevr_poc.perception evaluate --dataset v1data --checkpoint models/perception --split test --json
     python -m clevr_poc.perception evaluate --dataset official-release/output --split testing --camera official
 """
@@ -15,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import Sequence
 
-from clevr_poc.commands.shared import (ArgumentParser, non_negative_float, open_unit_float, positive_float, positive_int,
-                            run_guarded, with_checked_outputs)
+from clevr_poc.commands.shared import (ArgumentParser, int_at_least, non_negative_float, open_unit_float, positive_float,
+                            positive_int, run_guarded, with_checked_outputs)
 from clevr_poc.perception.cameras import CAMERA_SOURCES, DEFAULT_CAMERA_SOURCE
 from clevr_poc.perception.devices import DEFAULT_DEVICE
 
@@ -75,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="photometric augmentation: images raised to 2**U(-G, G) (default 0: off)")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
 
+    _add_train_answers(sub)
+
     e = sub.add_parser("evaluate", help="detection, attribute, region, relationship and scene accuracy",
                        description="Evaluate a model on the rendered partial-scene images of a split, with plain "
                                    "(argmax) and constraint-aware decoding.")
@@ -94,6 +99,68 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
+
+
+def _add_train_answers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    a = sub.add_parser("train-answers", help="fine-tune the attribute network from answers alone (NeurASP-style)",
+                       description="Fine-tune the attribute network of --init from (image, environment, question, "
+                                   "gold answer) only: the loss is -log of the probability of the k most probable "
+                                   "consistent scenes whose answer is the gold set (detector frozen; no scene "
+                                   "labels). Resumes from --out/answers.pt; writes --out/perception.pt.")
+    a.add_argument("--dataset", required=True, metavar="DIR", help="rendered dataset folder")
+    a.add_argument("--init", required=True, metavar="MODEL", help="the model to start from (perception.pt or its folder)")
+    a.add_argument("--out", required=True, metavar="DIR", help="output folder (answers.pt, perception.pt)")
+    a.add_argument("--split", default="train", help="split whose questions train (default: %(default)s)")
+    a.add_argument("--skip", type=int_at_least(0), default=0, metavar="N",
+                   help="leave out the first N questions (image-index order; default: %(default)s)")
+    a.add_argument("--limit", type=positive_int, default=None, metavar="N", help="at most N questions after --skip")
+    a.add_argument("--steps", type=positive_int, default=100, metavar="N", help="optimiser steps (default: %(default)s)")
+    a.add_argument("--batch", type=positive_int, default=8, metavar="B", help="questions per step (default: %(default)s)")
+    a.add_argument("--lr", type=positive_float, default=2e-4, metavar="LR", help="peak learning rate (default: %(default)s)")
+    a.add_argument("--warmup-steps", type=int_at_least(0), default=10, metavar="N", help="default: %(default)s")
+    a.add_argument("--k", type=int_at_least(1), default=16, metavar="K",
+                   help="scenes enumerated per question, 1..256 (default: %(default)s)")
+    a.add_argument("--min-ratio", type=open_unit_float, default=1e-4, metavar="R",
+                   help="leave out scenes under R times the MAP scene's probability (default: %(default)s)")
+    a.add_argument("--normalise", action="store_true",
+                   help="normalise over the k scenes (P(answer | image, environment)) instead of NeurASP's "
+                        "unnormalised probability of the observation")
+    a.add_argument("--seed", type=int, default=0, help="order of the questions (default: %(default)s)")
+    a.add_argument("--checkpoint-every", type=positive_int, default=50, metavar="N", help="default: %(default)s")
+    a.add_argument("--stop-after", type=positive_int, default=None, metavar="N",
+                   help="run at most N steps now, then stop (run again to resume)")
+    a.add_argument("--camera", choices=CAMERA_SOURCES, default=DEFAULT_CAMERA_SOURCE, help=_CAMERA_HELP)
+    a.add_argument("--threads", type=positive_int, default=1, metavar="T", help="torch threads (default: 1)")
+    a.add_argument("--device", default=DEFAULT_DEVICE, metavar="D", help=_DEVICE_HELP)
+    a.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    a.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _run_train_answers(args: argparse.Namespace) -> int:
+    import torch
+
+    from clevr_poc.perception.answer_training import AnswerTrainConfig, train_answers
+
+    torch.set_num_threads(args.threads)
+    config = AnswerTrainConfig(seed=args.seed, steps=args.steps, batch=args.batch, lr=args.lr,
+                               warmup_steps=args.warmup_steps, k=args.k, min_ratio=args.min_ratio,
+                               max_models=max(512, args.k), normalise=args.normalise,
+                               checkpoint_every=args.checkpoint_every)
+    result = train_answers(args.init, args.dataset, args.out, split=args.split, skip=args.skip, limit=args.limit,
+                           config=config, camera_source=args.camera, progress=not args.no_progress,
+                           log=lambda m: print(m, file=sys.stderr), stop_after=args.stop_after, device=args.device)
+    summary = {"model": None if result.model is None else str(result.model), "step": result.step,
+               "questions": result.questions, "counts": result.counts,
+               "losses": [None if math.isnan(x) else x for x in result.losses],
+               "seconds": round(result.seconds, 3), "solver_errors": result.solver_errors}
+    if args.json:
+        print(json.dumps(summary))
+    elif result.model is None:
+        print(f"stopped at step {result.step} / {args.steps} (state in {args.out}; run the same command to go on)")
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in result.counts.items())
+        print(f"model written to {result.model} ({result.step} steps, {result.seconds:.1f} s; questions: {counts})")
+    return 0
 
 
 def _run_train(args: argparse.Namespace) -> int:
@@ -144,6 +211,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+_COMMANDS = {"train": _run_train, "train-answers": _run_train_answers, "evaluate": _run_evaluate}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 error, 2 usage)."""
     # OpenMP threads that spin while waiting make torch up to 10x slower on a loaded machine (measured
@@ -155,7 +225,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     return run_guarded(
-        with_checked_outputs(lambda a: _run_train(a) if a.command == "train" else _run_evaluate(a), args,
-                             folders=("out",)),
+        with_checked_outputs(lambda a: _COMMANDS[a.command](a), args, folders=("out",)),
         interrupted="interrupted (resume by running the same command again)",
         missing_module=lambda exc: f"perception needs the [vision] extra (torch, torchvision, Pillow, tqdm): {exc}")
