@@ -134,13 +134,21 @@ def test_answer_only_steps_on_the_fixture_lower_the_loss_and_leave_the_detector(
                                                       train_answers)
 
     torch.set_num_threads(1)
-    shipped = Perception.from_pretrained(MODEL, device="cpu")
+    # the shipped network already answers the fixture's questions with a loss near 0: start from a copy whose
+    # attribute heads are made unsure (logits x 0.2), so that the answer-only steps have something to learn
+    state = torch.load(MODEL / "perception.pt", map_location="cpu", weights_only=True)
+    for attribute in domain.ATTRIBUTES:
+        for part in ("weight", "bias"):
+            state["attributes"][f"heads.{attribute}.{part}"] = state["attributes"][f"heads.{attribute}.{part}"] * 0.2
+    start = tmp_path / "unsure.pt"
+    torch.save(state, start)
+    shipped = Perception.from_pretrained(start, device="cpu")
     examples = load_answer_examples(shipped, FIXTURE, "test")
     assert [e.image_index for e in examples] == [5, 6] and all(len(e.boxes) >= 3 for e in examples)
     config = AnswerTrainConfig(steps=4, batch=2, lr=1e-3, warmup_steps=0, k=8, checkpoint_every=2)
     before, outcomes = _total_loss(shipped, examples, config)
     assert all(o.status is QuestionStatus.MATCHED and o.scenes >= 1 for o in outcomes)
-    result = train_answers(MODEL, FIXTURE, tmp_path, split="test", config=config, progress=False, log=lambda m: None,
+    result = train_answers(start, FIXTURE, tmp_path / "run", split="test", config=config, progress=False, log=lambda m: None,
                            examples=examples)
     assert result.step == 4 and result.counts["matched"] == 8 and result.questions == 2
     assert len(result.losses) == 2 and all(math.isfinite(x) and x >= 0 for x in result.losses)
