@@ -26,16 +26,15 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from clevr_poc.answer import Answer
 from clevr_poc.errors import ClevrPocError, FormatError
-from clevr_poc.perception.ranked_decoding import DEFAULT_K
 from clevr_poc.scene_distribution import SceneDistribution
 
 if TYPE_CHECKING:
     from clevr_poc.environments.environment import Environment
-    from clevr_poc.perception.cameras import CameraSource
     from clevr_poc.reasoning.reasoner import QueryLike, Reasoner
 
-#: Default number of scenes searched for one that answers (issue #24's default k; ``0`` turns it off).
-DEFAULT_PRESUPPOSITION_K = DEFAULT_K
+#: Default number of scenes searched for one that answers: issue #24's default k
+#: (:data:`clevr_poc.perception.ranked_decoding.DEFAULT_K`; ``0`` turns the search off).
+DEFAULT_PRESUPPOSITION_K = 16
 #: Most scenes searched (bounds the solver calls of one question: one ranked decoding + k answers).
 MAX_PRESUPPOSITION_K = 256
 
@@ -67,23 +66,6 @@ def image_distribution(perception: Any, image: Any, camera: Any, environment: "E
         FormatError: bad image or camera; ClevrPocError: what perception raised.
     """
     return perception.scene_distribution(image, camera, environment, k=k)
-
-
-def example_distribution(perception: Any, example: Any, camera_source: "CameraSource | str", environment: "Environment",
-                         k: int) -> SceneDistribution:
-    """:func:`image_distribution` of a dataset example's image, with the camera
-    :class:`~clevr_poc.scene_sources.PerceivedScenes` uses (:func:`~clevr_poc.perception.cameras.camera_spec`).
-
-    Raises:
-        FormatError: the example has no rendered image, or no camera under ``camera_source="from-scene"``.
-    """
-    from clevr_poc.perception.cameras import camera_spec
-
-    if example.image_path is None:
-        raise FormatError("the example has no rendered image (run python -m clevr_poc render)", field="image_path")
-    camera = camera_spec(example.partial_scene, camera_source,
-                         source=getattr(example, "scene_path", None) or example.image_path)
-    return image_distribution(perception, example.image_path, camera, environment, k)
 
 
 def presupposed_answer(reasoner: "Reasoner", environment: "Environment", query: "QueryLike",
@@ -121,5 +103,5 @@ def searched_answer(reasoner: "Reasoner", environment: "Environment", query: "Qu
 
 
 __all__ = ["DEFAULT_PRESUPPOSITION_K", "MAX_PRESUPPOSITION_K", "can_search",
-           "check_presupposition_k", "example_distribution", "image_distribution", "presupposed_answer",
+           "check_presupposition_k", "image_distribution", "presupposed_answer",
            "searched_answer"]

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from clevr_poc.answer import Answer
 from clevr_poc.answer_presupposition import (DEFAULT_PRESUPPOSITION_K, can_search, check_presupposition_k,
-                                             example_distribution, image_distribution, searched_answer)
+                                             image_distribution, searched_answer)
 from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
@@ -114,10 +114,8 @@ class Pipeline:
         scenes: where :meth:`predict_batch` gets each example's partial scene (a
             :class:`~clevr_poc.scene_sources.SceneSource`); default: :class:`~clevr_poc.scene_sources.GoldScenes`
             without perception, else :class:`~clevr_poc.scene_sources.PerceivedScenes` of ``perception``.
-        presupposition_k: when the perceived (MAP) scene leaves the question without an answer, answer with
-            the most probable of the ``k`` best scenes consistent with the environment that has one
-            (:mod:`clevr_poc.answer_presupposition`; default 16; 0 = off, the plain MAP answer). Used with
-            perception, constraint-aware decoding and an environment only.
+        presupposition_k: when the MAP scene leaves the question unanswered, answer with the most probable
+            of the k best consistent scenes that answers (:mod:`clevr_poc.answer_presupposition`; 16; 0: off).
 
     Raises:
         PipelineError: a parser or perception that cannot be called.
@@ -349,7 +347,9 @@ class Pipeline:
         answer = self._reason(env, used_scene, checked_query, explain)
         if not answer.values and scene is None and self._searches(env):
             answer = searched_answer(self.reasoner, env, checked_query,
-                                     lambda: self._image_distribution(image, camera, env), explain=explain) or answer
+                                     lambda: image_distribution(self.perception, as_image(image), as_camera(
+                                         camera, self.camera_source), env, self.presupposition_k),
+                                     explain=explain) or answer
         return answer
 
     def answer_batch(self, items: Iterable[PipelineInput | Mapping[str, Any] | tuple[Any, ...] | Example], *,
@@ -450,9 +450,8 @@ class Pipeline:
             return Prediction(None, "perception produced no scene", query)
         prediction = reasoned_prediction(self.reasoner, example.environment, scene, query)
         if prediction.values == frozenset() and self._searches(example.environment):
-            env = example.environment
-            found = searched_answer(self.reasoner, env, query, lambda: example_distribution(
-                self.perception, example, self.camera_source, env, self.presupposition_k))
+            found = searched_answer(self.reasoner, example.environment, query, lambda: PerceivedScenes(
+                self.perception, camera_source=self.camera_source).distribution_of(example, self.presupposition_k))
             if found is not None:
                 return Prediction(found.values, None, query)
         return prediction
@@ -524,17 +523,8 @@ class Pipeline:
         return (self.constraint_decoding and self.scene_source == "perception"
                 and can_search(self.perception, environment, self.presupposition_k))
 
-    def _image_distribution(self, image: ImageInput, camera: CameraInput, environment: Environment) -> Any:
-        from clevr_poc.perception.cameras import resolve_camera
-
-        array = as_image(image)
-        cam = resolve_camera(array.shape[1], array.shape[0], camera=as_camera(camera, self.camera_source))
-        return image_distribution(self.perception, array, cam, environment, self.presupposition_k)
-
     def _reason(self, environment: Environment, scene: Scene, query: str, explain: bool) -> Answer:
-        if explain:
-            return self.reasoner.explain(environment, scene, query)
-        return self.reasoner.answer(environment, scene, query)
+        return (self.reasoner.explain if explain else self.reasoner.answer)(environment, scene, query)
 
 
 def _question_text(question: QuestionInput) -> str:

@@ -20,6 +20,7 @@ from clevr_poc.scene import Scene
 
 if TYPE_CHECKING:
     from clevr_poc.dataset_reader import Example
+    from clevr_poc.scene_distribution import SceneDistribution
 
 #: A perception model: ``perception(image, camera, environment) -> Scene`` (None: no scene), e.g.
 #: :class:`clevr_poc.perception.Perception`. ``image``: a path, a PIL image or a uint8 (H, W, 3) array;
@@ -115,6 +116,19 @@ class PerceivedScenes:
                               field="image_path")
         scene = self.perception(example.image_path, self.camera_of(example), self.environment_of(example))
         return scene if isinstance(scene, Scene) else None
+
+    def distribution_of(self, example: "Example", k: int) -> "SceneDistribution":
+        """The ``k`` most probable scenes of the example's image consistent with its environment
+        (``perception.scene_distribution``; camera as :meth:`camera_of`).
+
+        Raises:
+            FormatError: the example has no rendered image; no camera (above); ClevrPocError: what
+                perception raised.
+        """
+        if example.image_path is None:
+            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
+                              field="image_path")
+        return self.perception.scene_distribution(example.image_path, self.camera_of(example), example.environment, k=k)
 
 
 __all__ = ["GoldScenes", "PerceivedScenes", "PerceptionFunction", "SceneSource", "SceneSourceKind"]
