@@ -108,3 +108,14 @@ def test_bad_presupposition_k_is_a_one_line_error(bad):
         check_presupposition_k(bad)
     with pytest.raises(FormatError):
         Pipeline(None, None, presupposition_k=bad)
+
+
+@pytest.mark.parametrize("value", ["-1", "257", "abc", "2.5"])
+def test_cli_checks_presupposition_k_when_parsing(value, capsys):
+    from clevr_poc.commands.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["evaluate", "--dataset", "nowhere", "--split", "test", "--model", "ns-vqa", "--presupposition-k", value])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "argument --presupposition-k: must be an integer in [0, 256]" in err and "\n" not in err

@@ -176,3 +176,14 @@ def test_cli_trains_from_answers_and_refuses_other_settings_on_resume(tmp_path, 
     assert main(args[:-2] + ["--k", "5", "--device", "cpu"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "other settings" in err and "\n" not in err
+
+
+def test_cli_bad_dataset_leaves_no_output_folder(tmp_path, capsys):
+    from clevr_poc.commands.perception_command import main
+
+    out = tmp_path / "out"
+    assert main(["train-answers", "--dataset", str(tmp_path / "missing"), "--out", str(out), "--init", str(MODEL),
+                 "--no-progress", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "dataset folder not found" in err and "\n" not in err
+    assert not out.exists()

@@ -50,6 +50,7 @@ from clevr_poc.commands.shared import (
 )
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError
+from clevr_poc.answer_presupposition import presupposition_k_argument
 from clevr_poc.executors import EXECUTORS
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                                     "plots/reliability.png, plots/coverage.png)")
     probabilistic.add_argument("--top-k", type=positive_int, default=16, metavar="K",
                                help="with --answer-rule: scenes per question (default 16)")
-    probabilistic.add_argument("--presupposition-k", type=int, default=16, metavar="K",
+    probabilistic.add_argument("--presupposition-k", type=presupposition_k_argument, default=16, metavar="K",
                                help="ns-vqa --scene perception without --answer-rule: when the MAP scene leaves the "
                                     "question without an answer, answer with the most probable of the K best "
                                     "consistent scenes that has one (default 16; 0 = off, the plain MAP answer)")
@@ -232,7 +233,6 @@ def _model(args: argparse.Namespace) -> "Model":
 def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
     """NS-VQA (:class:`~clevr_poc.pipeline.Pipeline`) with the ``--scene`` / ``--query`` sources
     (checkpoints checked before anything runs)."""
-    from clevr_poc.answer_presupposition import check_presupposition_k
     from clevr_poc.pipeline import Pipeline, check_checkpoints
 
     if args.query != "llm" and args.backend:
@@ -276,7 +276,7 @@ def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
     name = args.name or (f"NS-VQA ({names[args.scene]}, "
                          f"{'gold ASP' if parser is None else parser.name + ' parser'})")
     pipeline = Pipeline(perception, parser, name=name, camera_source=args.camera,
-                        presupposition_k=check_presupposition_k(args.presupposition_k))
+                        presupposition_k=args.presupposition_k)
     if args.answer_rule is None:
         return pipeline
     from clevr_poc.probabilistic_pipeline import DistributionSettings, ProbabilisticPipeline

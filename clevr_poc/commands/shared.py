@@ -15,6 +15,7 @@ second, not after an hour of evaluation. :func:`split_examples` reads the questi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any, Callable, TypeAlias
@@ -209,16 +210,31 @@ def with_checked_outputs(action: Callable[[argparse.Namespace], int | None], arg
     """``action(args)``, after :func:`check_output_folder` / :func:`check_output_file` on the attributes
     of ``args`` named in ``folders`` / ``files`` that are set (attribute ``out`` is option ``--out``),
     and after removing the stale temp files a killed run left in those folders
-    (:func:`remove_stale_output_temps`). For :func:`run_guarded`."""
+    (:func:`remove_stale_output_temps`). For :func:`run_guarded`. An output folder this call created is
+    removed again when ``action`` fails (raises or returns non-zero) and left it empty: a bad input leaves
+    nothing behind."""
 
     def run() -> int | None:
+        created: list[Path] = []
         for name in folders:
             if getattr(args, name, None) is not None:
-                remove_stale_output_temps(check_output_folder(getattr(args, name), _option(name)))
+                folder = Path(getattr(args, name))
+                new = not folder.exists()
+                remove_stale_output_temps(check_output_folder(folder, _option(name)))
+                if new:
+                    created.append(folder)
         for name in files:
             if getattr(args, name, None) is not None:
                 check_output_file(getattr(args, name), _option(name))
-        return action(args)
+        status: int | None = 1
+        try:
+            status = action(args)
+        finally:
+            if status:
+                for folder in created:
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()   # only an empty folder: nothing written is ever removed
+        return status
 
     return run
 

@@ -347,7 +347,6 @@ def train_answers(init: str | os.PathLike[str], dataset: str | os.PathLike[str],
     from clevr_poc.reasoning import Reasoner
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     path = out / STATE_FILE
     perception = Perception.from_pretrained(init, device=device)
     net = perception.attributes
@@ -369,6 +368,7 @@ def train_answers(init: str | os.PathLike[str], dataset: str | os.PathLike[str],
         examples = load_answer_examples(perception, dataset, split, skip=skip, limit=limit,
                                         camera_source=camera_source, progress=progress)
     log(f"{len(examples)} questions, {sum(len(e.boxes) for e in examples)} candidate boxes (answers only)")
+    out.mkdir(parents=True, exist_ok=True)   # only once the data is read: a bad dataset leaves no folder behind
     reasoner = Reasoner()
     net.eval()                 # as at inference: frozen BatchNorm statistics, no dropout; gradients still flow
     for p in perception.detector.parameters():
