@@ -102,3 +102,23 @@ def test_the_last_images_detections_are_reused_and_equal_a_rerun():
     assert calls == [1, 1, 1, 1]
     assert np.array_equal(perception._last_detections[0], perception.camera_for(examples[1].image_path,
                                                                                cameras[1])[0])
+
+
+def test_facts_marked_ascii_skip_the_check_and_later_facts_are_still_checked():
+    from clevr_poc.errors import UnsafeProgramError
+    from clevr_poc.solver.programs import Program
+
+    trusted = [clingo.Function("keep_count", [clingo.Number(2)]), clingo.Function("detection", [clingo.Number(0)])]
+    odd = clingo.Function("cost", [clingo.String("\u00e9")])
+    program = Program().with_facts(trusted, ascii=True)
+    assert program.ascii_facts == 2 and program.facts == tuple(trusted)
+    program.check_ascii()
+    later = program.with_facts([odd])                       # unmarked: checked
+    assert later.ascii_facts == 2
+    with pytest.raises(UnsafeProgramError, match="non-ASCII"):
+        later.check_ascii()
+    behind = Program().with_facts([odd]).with_facts(trusted, ascii=True)   # marked after an unmarked one
+    assert behind.ascii_facts == 0
+    with pytest.raises(UnsafeProgramError, match="non-ASCII"):
+        behind.check_ascii()
+    assert Program().with_facts(trusted).ascii_facts == 0   # the default checks everything

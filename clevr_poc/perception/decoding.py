@@ -157,7 +157,8 @@ def decoding_symbols(candidates: Sequence[ObjectCandidate], num_objects: int, *,
     ``detection(d)``, ``unseen(u)``, ``keep_cost/2``, ``drop_cost/2``, ``cost(d, attribute, value, c)``,
     ``region_cost(d, r, c)`` and ``observed(rel, i, j)``. The constant symbols are made once
     (:func:`_constant_symbols`), the integers once per call; the list is the same as building every
-    symbol afresh (``tests/test_decoding_symbols.py``)."""
+    symbol afresh (``tests/test_perception_reuse.py``). Every symbol is ASCII (domain names and integers):
+    :meth:`Program.with_facts` may take them with ``ascii=True``."""
     function, number = clingo.Function, clingo.Number
     attributes, values, relation_names = _constant_symbols()
     k = len(candidates)
@@ -237,7 +238,8 @@ def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Enviro
     base = Program().with_knowledge("background.lp", "perception_decoding.lp").with_constraints(
         environment.constraints_asp())
     for relations in (True, False):
-        program = base.with_facts(decoding_symbols(candidates, environment.num_objects, relations=relations))
+        program = base.with_facts(decoding_symbols(candidates, environment.num_objects, relations=relations),
+                                  ascii=True)
         status, symbols, cost = _solve(program, time_limit)
         if symbols:
             break
