@@ -122,3 +122,18 @@ def test_facts_marked_ascii_skip_the_check_and_later_facts_are_still_checked():
     with pytest.raises(UnsafeProgramError, match="non-ASCII"):
         behind.check_ascii()
     assert Program().with_facts(trusted).ascii_facts == 0   # the default checks everything
+
+
+def test_decoded_scene_reads_the_kept_objects_of_an_answer_set():
+    from clevr_poc.perception.decoding import DecodingStatus, decoded_scene
+
+    f, n = clingo.Function, clingo.Number
+    symbols = [f("hasProperty", [n(3), f("color"), f("red")]), f("keep", [n(2)]), f("at", [n(2), n(4)]),
+               f("hasProperty", [n(0), f("color"), f("blue")]), f("keep", [n(0)]), f("at", [n(0), n(1)]),
+               f("hasProperty", [n(2), f("shape"), f("cube")]), f("at", [n(3), n(7)]),
+               f("hasProperty", [n(0), f("shape"), f("sphere")]), f("hasProperty", [n(2), f("color"), f("gray")])]
+    scene = decoded_scene(symbols, 1234, "optimal", True)
+    assert scene.keep == (0, 2)
+    assert scene.values == ({"color": "blue", "shape": "sphere"}, {"shape": "cube", "color": "gray"})
+    assert scene.regions == (1, 4)
+    assert (scene.cost, scene.status, scene.relations_used) == (1234, DecodingStatus.OPTIMAL, True)

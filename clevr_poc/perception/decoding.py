@@ -258,14 +258,20 @@ def decoded_scene(symbols: Sequence[clingo.Symbol], cost: int | None, status: De
                   relations: bool) -> DecodedScene:
     """The :class:`DecodedScene` of an answer set of ``asp/perception_decoding.lp`` (its shown
     ``keep/1``, ``hasProperty/3`` and ``at/2`` symbols; the unseen objects' are left out)."""
-    keep = sorted(s.arguments[0].number for s in symbols if s.name == "keep")
+    # each symbol's name and arguments are read once (every read is a call into clingo)
+    read = [(s.name, s.arguments) for s in symbols]
+    keep = sorted(arguments[0].number for name, arguments in read if name == "keep")
     kept = set(keep)
     values: dict[int, dict[str, str]] = {d: {} for d in keep}
     regions: dict[int, int] = {}
-    for s in symbols:
-        if s.name == "hasProperty" and s.arguments[0].number in kept:
-            values[s.arguments[0].number][s.arguments[1].name] = s.arguments[2].name
-        elif s.name == "at" and s.arguments[0].number in kept:
-            regions[s.arguments[0].number] = s.arguments[1].number
+    for name, arguments in read:
+        if name == "hasProperty":
+            d = arguments[0].number
+            if d in kept:
+                values[d][arguments[1].name] = arguments[2].name
+        elif name == "at":
+            d = arguments[0].number
+            if d in kept:
+                regions[d] = arguments[1].number
     return DecodedScene(tuple(keep), tuple(values[d] for d in keep), tuple(regions[d] for d in keep), cost,
                         DecodingStatus(status), relations)
