@@ -140,7 +140,8 @@ def argmax_decode(candidates: Sequence[ObjectCandidate], threshold: float = 0.5)
 
 
 @lru_cache(maxsize=1)
-def _constant_symbols() -> tuple[dict[str, clingo.Symbol], dict[str, tuple[clingo.Symbol, ...]], dict[str, clingo.Symbol]]:
+def _constant_symbols() -> tuple[dict[str, clingo.Symbol], dict[str, tuple[clingo.Symbol, ...]],
+                                 dict[str, clingo.Symbol]]:
     """The constant symbols of :func:`decoding_symbols`, made once (issue 27: a ``clingo.Function`` is a
     C call of about 7 microseconds): attribute name -> ``Function(attribute)``, attribute -> the
     ``Function(value)`` of its domain values in :data:`domain.DOMAINS` order, relation -> ``Function(name)``."""
