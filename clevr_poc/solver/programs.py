@@ -89,17 +89,17 @@ class Program:
     Attributes:
         parts: the texts, in the order they are added.
         facts: facts added through ``Control.backend()`` before grounding.
+        ground: ``(part name, integer arguments)`` grounded together, e.g. ``(("base", ()),
+            ("objects", (7,)))``.
         ascii_facts: how many of the first ``facts`` are known to be ASCII (built from domain names and
             integers, :meth:`with_facts` ``ascii=True``): :meth:`check_ascii` skips them (issue 27: writing
             each symbol out costs about 5 microseconds, ~1 ms for one image's decoding facts).
-        ground: ``(part name, integer arguments)`` grounded together, e.g. ``(("base", ()),
-            ("objects", (7,)))``.
     """
 
     parts: tuple[Part, ...] = ()
     facts: tuple[clingo.Symbol, ...] = ()
-    ascii_facts: int = 0
     ground: tuple[tuple[str, tuple[int, ...]], ...] = (("base", ()),)
+    ascii_facts: int = 0
 
     # ------------------------------------------------------------------ building
     def with_knowledge(self, *names: str) -> "Program":
