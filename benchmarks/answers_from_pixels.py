@@ -62,7 +62,7 @@ def stage_costs(pipeline, examples) -> dict:
         with torch.no_grad():
             perception.detector([tensor])
         t2 = clock()
-        detections = perception._detect(array, cam)  # detector + attribute network
+        detections = perception._run_networks(array, cam)  # detector + attribute network (no cache)
         t3 = clock()
         scene = perception.decode(detections, cam, example.environment)
         t4 = clock()

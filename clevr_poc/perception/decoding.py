@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 import clingo
@@ -138,31 +139,51 @@ def argmax_decode(candidates: Sequence[ObjectCandidate], threshold: float = 0.5)
     return DecodedScene(keep, values, regions, None, DecodingStatus.ARGMAX)
 
 
+@lru_cache(maxsize=1)
+def _constant_symbols() -> tuple[dict[str, clingo.Symbol], dict[str, tuple[clingo.Symbol, ...]],
+                                 dict[str, clingo.Symbol]]:
+    """The constant symbols of :func:`decoding_symbols`, made once (issue 27: a ``clingo.Function`` is a
+    C call of about 7 microseconds): attribute name -> ``Function(attribute)``, attribute -> the
+    ``Function(value)`` of its domain values in :data:`domain.DOMAINS` order, relation -> ``Function(name)``."""
+    function = clingo.Function
+    return ({a: function(a) for a in domain.ATTRIBUTES},
+            {a: tuple(function(v) for v in domain.DOMAINS[a]) for a in domain.ATTRIBUTES},
+            {r: function(r) for r in domain.RELATIONS})
+
+
 def decoding_symbols(candidates: Sequence[ObjectCandidate], num_objects: int, *,
                      relations: bool = True) -> list[clingo.Symbol]:
     """The parameter facts of ``asp/perception_decoding.lp`` for ``candidates`` in an environment of
     ``num_objects`` objects (hidden object included), as clingo symbols: ``keep_count(K)``,
     ``detection(d)``, ``unseen(u)``, ``keep_cost/2``, ``drop_cost/2``, ``cost(d, attribute, value, c)``,
-    ``region_cost(d, r, c)`` and ``observed(rel, i, j)``."""
+    ``region_cost(d, r, c)`` and ``observed(rel, i, j)``. The constant symbols are made once
+    (:func:`_constant_symbols`), the integers once per call; the list is the same as building every
+    symbol afresh (``tests/test_perception_reuse.py``). Every symbol is ASCII (domain names and integers):
+    :meth:`Program.with_facts` may take them with ``ascii=True``."""
     function, number = clingo.Function, clingo.Number
+    attributes, values, relation_names = _constant_symbols()
     k = len(candidates)
     keep_count = min(k, num_objects - 1)
+    numbers = [number(i) for i in range(k + num_objects)]
     facts = [function("keep_count", [number(keep_count)])]
-    facts += [function("detection", [number(d)]) for d in range(k)]
-    facts += [function("unseen", [number(u)]) for u in range(k, k + num_objects - keep_count)]
+    facts += [function("detection", [numbers[d]]) for d in range(k)]
+    facts += [function("unseen", [numbers[u]]) for u in range(k, k + num_objects - keep_count)]
     for d, c in enumerate(candidates):
-        facts.append(function("keep_cost", [number(d), number(_cost(c.score))]))
-        facts.append(function("drop_cost", [number(d), number(_cost(1.0 - float(c.score)))]))
+        nd = numbers[d]
+        facts.append(function("keep_cost", [nd, number(_cost(c.score))]))
+        facts.append(function("drop_cost", [nd, number(_cost(1.0 - float(c.score)))]))
         for attribute in domain.ATTRIBUTES:
-            facts += [function("cost", [number(d), function(attribute), function(v), number(_cost(p))])
-                      for v, p in zip(domain.DOMAINS[attribute], c.probabilities[attribute])]
-        facts += [function("region_cost", [number(d), number(r), number(_cost(p))])
+            name = attributes[attribute]
+            facts += [function("cost", [nd, name, v, number(_cost(p))])
+                      for v, p in zip(values[attribute], c.probabilities[attribute])]
+        facts += [function("region_cost", [nd, number(r), number(_cost(p))])
                   for r, p in zip(domain.REGIONS, c.region_probabilities)]
     if relations and k > 1:
         rel = compute_relationships([c.position for c in candidates])
         for name in domain.RELATIONS:
+            relation = relation_names[name]
             for i, row in enumerate(rel[name]):
-                facts += [function("observed", [function(name), number(i), number(j)]) for j in row]
+                facts += [function("observed", [relation, numbers[i], numbers[j]]) for j in row]
     return facts
 
 
@@ -218,7 +239,8 @@ def constraint_decode(candidates: Sequence[ObjectCandidate], environment: Enviro
     base = Program().with_knowledge("background.lp", "perception_decoding.lp").with_constraints(
         environment.constraints_asp())
     for relations in (True, False):
-        program = base.with_facts(decoding_symbols(candidates, environment.num_objects, relations=relations))
+        program = base.with_facts(decoding_symbols(candidates, environment.num_objects, relations=relations),
+                                  ascii=True)
         status, symbols, cost = _solve(program, time_limit)
         if symbols:
             break
@@ -237,14 +259,20 @@ def decoded_scene(symbols: Sequence[clingo.Symbol], cost: int | None, status: De
                   relations: bool) -> DecodedScene:
     """The :class:`DecodedScene` of an answer set of ``asp/perception_decoding.lp`` (its shown
     ``keep/1``, ``hasProperty/3`` and ``at/2`` symbols; the unseen objects' are left out)."""
-    keep = sorted(s.arguments[0].number for s in symbols if s.name == "keep")
+    # each symbol's name and arguments are read once (every read is a call into clingo)
+    read = [(s.name, s.arguments) for s in symbols]
+    keep = sorted(arguments[0].number for name, arguments in read if name == "keep")
     kept = set(keep)
     values: dict[int, dict[str, str]] = {d: {} for d in keep}
     regions: dict[int, int] = {}
-    for s in symbols:
-        if s.name == "hasProperty" and s.arguments[0].number in kept:
-            values[s.arguments[0].number][s.arguments[1].name] = s.arguments[2].name
-        elif s.name == "at" and s.arguments[0].number in kept:
-            regions[s.arguments[0].number] = s.arguments[1].number
+    for name, arguments in read:
+        if name == "hasProperty":
+            d = arguments[0].number
+            if d in kept:
+                values[d][arguments[1].name] = arguments[2].name
+        elif name == "at":
+            d = arguments[0].number
+            if d in kept:
+                regions[d] = arguments[1].number
     return DecodedScene(tuple(keep), tuple(values[d] for d in keep), tuple(regions[d] for d in keep), cost,
                         DecodingStatus(status), relations)

@@ -97,7 +97,8 @@ def ranked_decode(candidates: Sequence[ObjectCandidate], environment: Environmen
     result = None
     relations = True
     for relations in (True, False):
-        program = base.with_facts(decoding_symbols(candidates, environment.num_objects, relations=relations))
+        program = base.with_facts(decoding_symbols(candidates, environment.num_objects, relations=relations),
+                                  ascii=True)
         result = ranked_models(program, k, window, max_models=max_models, time_limit=time_limit)
         if result.models or result.interrupted:
             break
