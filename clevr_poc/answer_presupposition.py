@@ -50,36 +50,10 @@ def check_presupposition_k(k: Any) -> int:
     return k
 
 
-def presupposition_k_argument(text: str) -> int:
-    """argparse ``type=`` of ``--presupposition-k``: an integer in ``[0, MAX_PRESUPPOSITION_K]``.
-
-    Raises:
-        argparse.ArgumentTypeError: anything else (argparse prints it as a one-line usage error).
-    """
-    import argparse
-
-    try:
-        return check_presupposition_k(int(text))
-    except (ValueError, FormatError):
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, {MAX_PRESUPPOSITION_K}] (got {text!r})") from None
-
-
 def can_search(perception: Any, environment: "Environment | None", k: int) -> bool:
     """Whether :func:`presupposed_answer` can search: ``k >= 1``, an environment to decode in, and a
     perception with ``scene_distribution`` (:class:`clevr_poc.perception.Perception`)."""
     return k >= 1 and environment is not None and callable(getattr(perception, "scene_distribution", None))
-
-
-def image_distribution(perception: Any, image: Any, camera: Any, environment: "Environment", k: int
-                       ) -> SceneDistribution:
-    """The ``k`` most probable scenes of ``image`` consistent with ``environment`` (``image`` and
-    ``camera`` as :class:`~clevr_poc.perception.Perception` takes them: a path or array, a Camera or preset
-    name).
-
-    Raises:
-        FormatError: bad image or camera; ClevrPocError: what perception raised.
-    """
-    return perception.scene_distribution(image, camera, environment, k=k)
 
 
 def presupposed_answer(reasoner: "Reasoner", environment: "Environment", query: "QueryLike",
@@ -117,5 +91,5 @@ def searched_answer(reasoner: "Reasoner", environment: "Environment", query: "Qu
 
 
 __all__ = ["DEFAULT_PRESUPPOSITION_K", "MAX_PRESUPPOSITION_K", "can_search",
-           "check_presupposition_k", "image_distribution", "presupposition_k_argument", "presupposed_answer",
+           "check_presupposition_k", "presupposed_answer",
            "searched_answer"]

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from clevr_poc.answer import Answer
 from clevr_poc.answer_presupposition import (DEFAULT_PRESUPPOSITION_K, can_search, check_presupposition_k,
-                                             image_distribution, searched_answer)
+                                             searched_answer)
 from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
@@ -347,8 +347,8 @@ class Pipeline:
         answer = self._reason(env, used_scene, checked_query, explain)
         if not answer.values and scene is None and self._searches(env):
             answer = searched_answer(self.reasoner, env, checked_query,
-                                     lambda: image_distribution(self.perception, as_image(image), as_camera(
-                                         camera, self.camera_source), env, self.presupposition_k),
+                                     lambda: self.perception.scene_distribution(as_image(image), as_camera(
+                                         camera, self.camera_source), env, k=self.presupposition_k),
                                      explain=explain) or answer
         return answer
 

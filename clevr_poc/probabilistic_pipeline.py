@@ -28,6 +28,7 @@ from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, 
 from clevr_poc.pipeline import Pipeline, PipelineError, as_camera, as_environment, as_image, as_scene
 from clevr_poc.probabilistic_answer import AnswerRule, ProbabilisticAnswer
 from clevr_poc.scene_distribution import SceneDistribution
+from clevr_poc.scene_sources import PerceivedScenes
 
 if TYPE_CHECKING:
     from clevr_poc.evaluation.report import Prediction
@@ -123,14 +124,8 @@ class ProbabilisticPipeline(Pipeline):
         """
         if self.perception is None:
             return SceneDistribution.certain(example.partial_scene)
-        from clevr_poc.perception.cameras import camera_spec
-
-        if example.image_path is None:
-            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
-                              field="image_path")
-        camera = camera_spec(example.partial_scene, self.camera_source,
-                             source=getattr(example, "scene_path", None) or example.image_path)
-        return self._distribution(example.image_path, camera, example.environment)
+        source = PerceivedScenes(self.perception, camera_source=self.camera_source)
+        return self._distribution(source.image_of(example), source.camera_of(example), example.environment)
 
     # ------------------------------------------------------------------ answering
     def answer_probabilistic(self, image: Any = None, question: Any = None, environment: Any = None, *,

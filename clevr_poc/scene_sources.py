@@ -19,6 +19,8 @@ from clevr_poc.perception.cameras import DEFAULT_CAMERA_SOURCE, CameraSource, ca
 from clevr_poc.scene import Scene
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from clevr_poc.dataset_reader import Example
     from clevr_poc.scene_distribution import SceneDistribution
 
@@ -111,10 +113,7 @@ class PerceivedScenes:
             FormatError: the example has no rendered image; no camera (above).
             ClevrPocError: what perception raised.
         """
-        if example.image_path is None:
-            raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
-                              field="image_path")
-        scene = self.perception(example.image_path, self.camera_of(example), self.environment_of(example))
+        scene = self.perception(self.image_of(example), self.camera_of(example), self.environment_of(example))
         return scene if isinstance(scene, Scene) else None
 
     def distribution_of(self, example: "Example", k: int) -> "SceneDistribution":
@@ -125,10 +124,20 @@ class PerceivedScenes:
             FormatError: the example has no rendered image; no camera (above); ClevrPocError: what
                 perception raised.
         """
+        return self.perception.scene_distribution(self.image_of(example), self.camera_of(example), example.environment,
+                                                  k=k)
+
+    @staticmethod
+    def image_of(example: "Example") -> "Path":
+        """The example's rendered image.
+
+        Raises:
+            FormatError: the example has no rendered image.
+        """
         if example.image_path is None:
             raise FormatError("the example has no rendered image (run python -m clevr_poc render)",
                               field="image_path")
-        return self.perception.scene_distribution(example.image_path, self.camera_of(example), example.environment, k=k)
+        return example.image_path
 
 
 __all__ = ["GoldScenes", "PerceivedScenes", "PerceptionFunction", "SceneSource", "SceneSourceKind"]

@@ -45,12 +45,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from clevr_poc import limits
 from clevr_poc.commands.shared import (
-    Subparsers, add_command, check_output_file, check_output_folder, positive_int, remove_stale_output_temps,
+    Subparsers, add_command, check_output_file, check_output_folder, int_between, positive_int,
+    remove_stale_output_temps,
     split_examples, worker_count,
 )
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError
-from clevr_poc.answer_presupposition import presupposition_k_argument
+from clevr_poc.answer_presupposition import MAX_PRESUPPOSITION_K
 from clevr_poc.executors import EXECUTORS
 
 if TYPE_CHECKING:
@@ -149,7 +150,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                                     "plots/reliability.png, plots/coverage.png)")
     probabilistic.add_argument("--top-k", type=positive_int, default=16, metavar="K",
                                help="with --answer-rule: scenes per question (default 16)")
-    probabilistic.add_argument("--presupposition-k", type=presupposition_k_argument, default=16, metavar="K",
+    probabilistic.add_argument("--presupposition-k", type=int_between(0, MAX_PRESUPPOSITION_K), default=16,
+                               metavar="K",
                                help="ns-vqa --scene perception without --answer-rule: when the MAP scene leaves the "
                                     "question without an answer, answer with the most probable of the K best "
                                     "consistent scenes that has one (default 16; 0 = off, the plain MAP answer)")

@@ -22,9 +22,9 @@ import os
 import sys
 from typing import Sequence
 
-from clevr_poc.commands.shared import (ArgumentParser, int_at_least, non_negative_float, open_unit_float, positive_float,
+from clevr_poc.commands.shared import (ArgumentParser, int_at_least, int_between, non_negative_float, open_unit_float, positive_float,
                             positive_int, run_guarded, with_checked_outputs)
-from clevr_poc.answer_presupposition import presupposition_k_argument
+from clevr_poc.answer_presupposition import MAX_PRESUPPOSITION_K
 from clevr_poc.perception.cameras import CAMERA_SOURCES, DEFAULT_CAMERA_SOURCE
 from clevr_poc.perception.devices import DEFAULT_DEVICE
 
@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-decode", action="store_true", help="skip constraint-aware decoding")
     e.add_argument("--score-threshold", type=open_unit_float, default=None, metavar="S",
                    help="detection score of an object for argmax decoding (default: the model's)")
-    e.add_argument("--presupposition-k", type=presupposition_k_argument, default=16, metavar="K",
+    e.add_argument("--presupposition-k", type=int_between(0, MAX_PRESUPPOSITION_K), default=16,
+                   metavar="K",
                    help="when the MAP scene leaves the question without an answer, answer with the most probable "
                         "of the K best consistent scenes that has one, as the pipeline does (default 16; 0: off)")
     e.add_argument("--threads", type=positive_int, default=2, metavar="T", help="torch threads (default: 2)")

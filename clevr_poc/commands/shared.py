@@ -84,6 +84,23 @@ def int_in_range(minimum: int, cap_name: str) -> Callable[[str], int]:
     return parse
 
 
+def int_between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``minimum`` to ``maximum`` (fixed bounds; the message names them
+    and the text given)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{minimum}, {maximum}] (got {text!r})")
+        return value
+
+    parse.__name__ = f"int_between_{minimum}_{maximum}"
+    return parse
+
+
 #: ``--workers`` of every command: 1 .. the ``workers`` cap.
 worker_count = int_in_range(1, "workers")
 
