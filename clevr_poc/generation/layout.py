@@ -41,6 +41,9 @@ import numpy as np
 
 from clevr_poc import domain
 from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.generation.pixel_bounds import (  # noqa: F401  (visible_pixel_bounds: part of this module's API)
+    SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, silhouettes, visible_pixel_bounds,
+)
 from clevr_poc.scene import Scene, compute_relationships
 
 #: Defaults of CLEVR's ``render_images.py`` (``--min_dist 0.25 --margin 0.4``).
@@ -329,13 +332,13 @@ class VisibilityCheck:
         meshes = scene_meshes(complete)
         if not exact_pixels:
             if self.scope == "both":
-                silhouettes = _silhouettes(meshes, camera, range(len(meshes)))
-                if silhouettes is not None:
-                    bounds = _pixel_bounds(silhouettes, camera, len(meshes), range(len(meshes)))
+                found = silhouettes(meshes, camera, range(len(meshes)))
+                if found is not None:
+                    bounds = lower_bounds(found, camera, len(meshes), range(len(meshes)))
                     unsure = [k for k, b in enumerate(bounds) if b < self.min_pixels]
                     if not unsure:
                         return VisibilityOutcome(True, None)
-                    return self._decide(meshes, camera, silhouettes, unsure)
+                    return self._decide(meshes, camera, found, unsure)
             else:
                 shown = [k for k in range(len(meshes)) if k != hidden]
                 bounds = visible_pixel_bounds(meshes, camera, shown, self.min_pixels)
@@ -361,35 +364,47 @@ class VisibilityCheck:
                            else "too_small") for k in failing)
         return VisibilityOutcome(False, tuple(pixels), image, offending)
 
-    def _decide(self, meshes, camera, silhouettes, unsure: list[int]) -> VisibilityOutcome:
-        """Scope "both", objects ``unsure`` under the bound: ray-cast only them and the objects whose
-        silhouette's bounding box meets one of theirs. Every object covering a pixel of an unsure
-        object's mask is in that subset (kept in index order), so the subset's index map labels those
-        pixels exactly as the full one does: the unsure objects' pixel counts, hence the failing
-        objects and their reasons, are those of the full check; the others passed the bound. The map
-        covers only the box of the unsure objects' footprints (``instance_index_map(window=...)``:
-        the same labels there)."""
-        from clevr_poc.rendering.masks import instance_index_map, mesh_footprints
+    def _decide(self, meshes, camera, found, unsure: list[int]) -> VisibilityOutcome:
+        """Scope "both", objects ``unsure`` under the lower bound. First their upper bounds
+        (:func:`~clevr_poc.generation.pixel_bounds.upper_bounds`): an object at most ``min_pixels - 1``
+        shows fails, its reason from its footprint's bounds (the footprint itself when they straddle the
+        threshold); no pixel count is given for it (None). The rest are ray-cast: only them and the
+        objects whose silhouette's bounding box meets one of theirs. Every object covering a pixel of
+        such an object's mask is in that subset (kept in index order), so the subset's index map labels
+        those pixels exactly as the full one does: their pixel counts, hence the failing objects and
+        their reasons, are those of the full check; the others passed the bound. The map covers only the
+        box of those objects' footprints (``instance_index_map(window=...)``: the same labels there)."""
+        from clevr_poc.generation.pixel_bounds import upper_bounds
+        from clevr_poc.rendering.masks import footprint_pixels, instance_index_map, mesh_footprints
 
-        boxes = {k: _box(silhouette[1]) for k, silhouette in silhouettes.items()}
-        subset = sorted(set(unsure) | {j for j in boxes for k in unsure if _boxes_meet(boxes[j], boxes[k])})
-        footprints = mesh_footprints([meshes[j] for j in subset], camera)
-        # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
-        boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
-                        if k in unsure and footprints[position] is not None]
-        window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
-                   min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure)) if boxes_unsure else (0, 0, 0, 0))
-        counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints, window),
-                                 len(subset))
-        offending = []
-        for position, k in enumerate(subset):
-            if k in unsure and counts[position] < self.min_pixels:
-                footprint = footprints[position]
-                area = 0 if footprint is None else int(footprint[1].sum())
-                offending.append((k, counts[position], "occluded" if area >= self.min_pixels else "too_small"))
+        minimum = self.min_pixels
+        offending = {}
+        for k, (shown_max, footprint_min, footprint_max) in upper_bounds(found, camera, unsure).items():
+            if shown_max < minimum:
+                occluded = footprint_min >= minimum or (footprint_max >= minimum
+                                                        and footprint_pixels(meshes[k], camera) >= minimum)
+                offending[k] = (k, None, "occluded" if occluded else "too_small")
+        unsure = [k for k in unsure if k not in offending]
+        if unsure:
+            boxes = {k: silhouette_box(silhouette[1]) for k, silhouette in found.items()}
+            subset = sorted(set(unsure) | {j for j in boxes for k in unsure if boxes_meet(boxes[j], boxes[k])})
+            footprints = mesh_footprints([meshes[j] for j in subset], camera)
+            # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
+            boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
+                            if k in unsure and footprints[position] is not None]
+            window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
+                       min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure))
+                      if boxes_unsure else (0, 0, 0, 0))
+            counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints, window),
+                                     len(subset))
+            for position, k in enumerate(subset):
+                if k in unsure and counts[position] < minimum:
+                    footprint = footprints[position]
+                    area = 0 if footprint is None else int(footprint[1].sum())
+                    offending[k] = (k, counts[position], "occluded" if area >= minimum else "too_small")
         if not offending:
             return VisibilityOutcome(True, None)
-        return VisibilityOutcome(False, None, "complete", tuple(offending))
+        return VisibilityOutcome(False, None, "complete", tuple(offending[k] for k in sorted(offending)))
 
     def to_json(self) -> dict:
         return {"scope": self.scope, "min_pixels": self.min_pixels, "width": self.width, "height": self.height,
@@ -408,171 +423,3 @@ def _camera(seed: int, width: int, height: int):
 def _visible_pixels(index_map, count: int) -> list[int]:
     """Pixels per object index of an index map (:data:`clevr_poc.rendering.masks.BACKGROUND` ignored)."""
     return [int(c) for c in np.bincount(index_map[index_map >= 0].ravel(), minlength=count)[:count]]
-
-
-# ---------------------------------------------------------------------- the cheap bound
-#: Support directions of the silhouette polygons of :func:`visible_pixel_bounds` (angles 2*pi*k/K).
-SILHOUETTE_DIRECTIONS = 32
-_ANGLES = [2.0 * math.pi * k / SILHOUETTE_DIRECTIONS for k in range(SILHOUETTE_DIRECTIONS)]
-_QUARTER, _HALF = SILHOUETTE_DIRECTIONS // 4, SILHOUETTE_DIRECTIONS // 2
-#: The unit vectors ``d_k`` of those directions, (K, 2).
-_DIRECTIONS = np.array([[math.cos(a), math.sin(a)] for a in _ANGLES])
-#: Safety margin of the bound, in pixels (far above the rounding of the ray-cast masks, 1e-9 px).
-_MARGIN = 1e-6
-
-
-def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -> list[int] | None:
-    """Lower bounds of the pixels each object of ``shown`` covers in the image of ``shown`` (the other
-    meshes are absent), as the ray-cast index map (:func:`clevr_poc.rendering.masks.instance_index_map`)
-    would count them; None when an object reaches behind the camera (the full check raises then).
-
-    Each object's silhouette (the convex hull of its projected vertices, what the masks fill) is
-    bracketed by two convex polygons from its projected vertices' extremes in
-    :data:`SILHOUETTE_DIRECTIONS` directions ``d_k``: the *inner* polygon joins the extreme vertices
-    (inside the hull: each is a hull vertex), the *outer* one is ``{p : d_k . p <= max_v d_k . v}``
-    (contains the hull). A pixel centre strictly inside object k's inner polygon (by more than 1e-6 px)
-    is in k's mask; it shows k unless some other object's silhouette covers it too with that object
-    possibly in front. Object j is certainly behind k along every ray when j's smallest vertex depth
-    exceeds k's largest (the ray's entry points into convex solids lie within their vertices' depth
-    ranges; rays are compared by distance, proportional to depth along one ray). So the bound counts
-    the pixel centres of the image strictly inside k's inner polygon and outside the outer polygon of
-    every shown object j != k that is not certainly behind k. It never exceeds the exact count, and
-    for most layouts (objects apart or barely overlapping) it is within a few percent of it.
-
-    Args:
-        meshes: the world meshes of the complete scene (:func:`clevr_poc.rendering.render.scene_meshes`).
-        camera: the render camera.
-        shown: indices of the objects in the image (all of them, or all but the hidden one).
-        min_pixels: when given, stop early (returning a bound of 0 for the rest) once an object is
-            found under it.
-
-    Returns:
-        a list over all mesh indices (entries of objects not shown are 0), or None.
-    """
-    silhouettes = _silhouettes(meshes, camera, shown)
-    if silhouettes is None:
-        return None
-    return _pixel_bounds(silhouettes, camera, len(meshes), shown, min_pixels)
-
-
-def _silhouettes(meshes, camera, shown) -> dict | None:
-    """Per object of ``shown``: (inner polygon (M, 2), support values (K,), smallest and largest vertex
-    depth); None when a vertex lies behind the camera."""
-    from clevr_poc.camera import project_points
-
-    shown = list(shown)
-    if not shown:
-        return {}
-    sizes = [len(meshes[k].vertices) for k in shown]
-    uvd = project_points(np.concatenate([meshes[k].vertices for k in shown]), camera)  # all objects at once
-    if not np.all(uvd[:, 2] > 0):
-        return None
-    # (K, sum V): a row per direction (numpy's argmax along the columns of a (V, K) array is 2x slower)
-    support_all = _DIRECTIONS @ uvd[:, :2].T
-    starts = np.cumsum([0] + sizes[:-1])
-    nears = np.minimum.reduceat(uvd[:, 2], starts).tolist()
-    fars = np.maximum.reduceat(uvd[:, 2], starts).tolist()
-    rows = np.arange(SILHOUETTE_DIRECTIONS)
-    silhouettes = {}
-    for position, (k, start, size) in enumerate(zip(shown, starts.tolist(), sizes)):
-        support = support_all[:, start:start + size]
-        extreme = support.argmax(axis=1)                # hull vertices, counter-clockwise in (u, v)
-        keep = extreme != np.roll(extreme, 1)
-        inner = uvd[start + extreme[keep], :2] if keep.any() else uvd[start + extreme[:1], :2]
-        silhouettes[k] = (inner, support[rows, extreme], nears[position], fars[position])
-    return silhouettes
-
-
-def _box(support) -> tuple[float, float, float, float]:
-    """(u_min, u_max, v_min, v_max) of a silhouette from its support values."""
-    return -support[_HALF], support[0], -support[3 * _QUARTER], support[_QUARTER]
-
-
-def _boxes_meet(a, b, margin: float = 1.0) -> bool:
-    return a[0] <= b[1] + margin and b[0] <= a[1] + margin and a[2] <= b[3] + margin and b[2] <= a[3] + margin
-
-
-def _pixel_bounds(silhouettes: dict, camera, count: int, shown, min_pixels: int | None = None) -> list[int]:
-    directions = _DIRECTIONS
-    H, W = camera.height, camera.width
-    bounds = [0] * count
-    for k in shown:
-        inner, _, _, far = silhouettes[k]
-        if len(inner) < 3:
-            if min_pixels is not None:
-                return bounds
-            continue
-        j0 = max(int(math.floor(inner[:, 1].min())), 0)
-        j1 = min(int(math.ceil(inner[:, 1].max())) + 1, H)
-        if j0 >= j1:
-            if min_pixels is not None:
-                return bounds
-            continue
-        v = np.arange(j0, j1) + 0.5                     # pixel-centre rows
-        lo, hi = _inner_rows(inner, v)
-        first = np.maximum(np.floor(lo - 0.5) + 1, 0).astype(np.int64)       # i + 0.5 > lo
-        last = np.minimum(np.ceil(hi - 0.5) - 1, W - 1).astype(np.int64)     # i + 0.5 < hi
-        rows = last >= first
-        if not rows.any():
-            if min_pixels is not None:
-                return bounds
-            continue
-        v, first, last = v[rows], first[rows], last[rows]
-        i0, i1 = int(first.min()), int(last.max()) + 1
-        centres = mask = None  # built when an object may cover some of these pixels
-        u_lo, u_hi, v_lo, v_hi = i0, i1, v[0] - 0.5, v[-1] + 0.5
-        for j in shown:
-            if j == k:
-                continue
-            _, support_j, near_j, _ = silhouettes[j]
-            if far + _MARGIN < near_j:                  # j is behind k on every ray
-                continue
-            # j's bounding box (directions 0, pi/2, pi, 3pi/2) misses k's rows and columns
-            if (support_j[0] < u_lo - 1 or -support_j[_HALF] > u_hi + 1 or support_j[_QUARTER] < v_lo - 1
-                    or -support_j[3 * _QUARTER] > v_hi + 1):
-                continue
-            if mask is None:
-                centres = np.arange(i0, i1) + 0.5
-                mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
-            olo, ohi = _outer_rows(directions, support_j, v)
-            mask &= ~((centres[None, :] >= olo[:, None]) & (centres[None, :] <= ohi[:, None]))
-        # no such object: the row intervals' lengths (the mask's count)
-        bounds[k] = int((last - first + 1).sum()) if mask is None else int(mask.sum())
-        if min_pixels is not None and bounds[k] < min_pixels:
-            return bounds
-    return bounds
-
-
-def _inner_rows(polygon, v):
-    """Open u-interval (lo, hi) per row ``v`` of the points more than :data:`_MARGIN` px inside the
-    counter-clockwise convex ``polygon`` (M, 2); empty rows get lo >= hi."""
-    a = polygon
-    b = np.roll(polygon, -1, axis=0)
-    ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
-    length = np.hypot(ex, ey)
-    # inside: ex * (v - ay) - ey * (u - ax) > margin * length, i.e. (-ey) * u > rhs
-    rhs = _MARGIN * length[None, :] - ex[None, :] * (v[:, None] - a[None, :, 1]) - ey[None, :] * a[None, :, 0]
-    coef = -ey[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bound = rhs / coef
-    inf = np.inf
-    lo = np.where(coef > 0, bound, -inf).max(axis=1)
-    hi = np.where(coef < 0, bound, inf).min(axis=1)
-    flat_fail = ((coef == 0) & (rhs >= 0)).any(axis=1)  # a horizontal edge the row is not inside of
-    lo = np.where(flat_fail, inf, lo)
-    return lo, hi
-
-
-def _outer_rows(directions, support, v):
-    """Closed u-interval [lo, hi] per row ``v`` of ``{p : d_k . p <= support_k + margin}``; empty rows
-    get lo > hi."""
-    c, s = directions[:, 0][None, :], directions[:, 1][None, :]
-    rhs = support[None, :] + _MARGIN - v[:, None] * s          # c * u <= rhs
-    vertical = np.abs(c) < 1e-12
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bound = rhs / c
-    lo = np.where(~vertical & (c < 0), bound, -np.inf).max(axis=1)
-    hi = np.where(~vertical & (c > 0), bound, np.inf).min(axis=1)
-    empty = (vertical & (rhs < 0)).any(axis=1)
-    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
-
