@@ -1,0 +1,65 @@
+"""The visibility check's bounds (:mod:`clevr_poc.generation.pixel_bounds`) against the ray-cast counts.
+
+On random layouts of sampled scenes from random render cameras: every object's lower bound <= its visible
+pixels in the ray-cast index map <= its upper bound, and its unoccluded footprint lies between the footprint
+bounds; the hand-made occluded cube gets an upper bound under the threshold (so ``VisibilityCheck`` decides
+it without a ray) and a footprint lower bound over it ("occluded").
+"""
+
+from __future__ import annotations
+
+import random
+
+from clevr_poc.environments.sampler import sample_environment
+from clevr_poc.generation.layout import PlacementError, place_objects
+from clevr_poc.generation.pixel_bounds import lower_bounds, silhouettes, upper_bounds
+from clevr_poc.generation.scene_sampler import SceneSampler
+from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
+from clevr_poc.rendering.render import scene_camera, scene_meshes
+from clevr_poc.scene import Scene, SceneObject
+from clevr_poc.seeds import ENVIRONMENT, derive_seed
+
+
+def _counts(meshes, camera) -> list[int]:
+    index = instance_index_map(meshes, camera)
+    return [int((index == k).sum()) for k in range(len(meshes))]
+
+
+def test_bounds_bracket_the_ray_cast_counts_on_random_layouts():
+    checked = tight = 0
+    for env in range(3):
+        sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 7, env), env_id=env))
+        rng = random.Random(env)
+        done = 0
+        while done < 12:
+            try:
+                scene = place_objects(sampler.sample(rng), rng).scene
+            except PlacementError:
+                continue
+            done += 1
+            camera = scene_camera(rng.getrandbits(32))
+            meshes = scene_meshes(scene)
+            found = silhouettes(meshes, camera, range(len(meshes)))
+            lower = lower_bounds(found, camera, len(meshes), range(len(meshes)))
+            upper = upper_bounds(found, camera, range(len(meshes)))
+            for k, exact in enumerate(_counts(meshes, camera)):
+                shown_max, footprint_min, footprint_max = upper[k]
+                assert lower[k] <= exact <= shown_max
+                assert footprint_min <= footprint_pixels(meshes[k], camera) <= footprint_max
+                checked += 1
+                tight += shown_max <= 1.1 * exact + 10
+    assert checked > 150 and tight > 0.8 * checked  # brackets, and mostly close ones
+
+
+def test_an_occluded_cube_is_decided_by_its_upper_bound():
+    # a small cube right behind a large cylinder on the camera's diagonal (tests/test_visibility.py)
+    scene = Scene((
+        SceneObject("red", "cylinder", "large", "rubber", 0, (-2.0, 2.0, 0.0), rotation=0.0),
+        SceneObject("blue", "cube", "small", "rubber", 0, (-3.6, 3.6, 0.0), rotation=0.0),
+        SceneObject("green", "sphere", "medium", "rubber", 3, (3.0, -3.0, 0.0), rotation=0.0),
+    ))
+    camera = scene_camera(11)
+    meshes = scene_meshes(scene)
+    shown_max, footprint_min, footprint_max = upper_bounds(silhouettes(meshes, camera, range(3)), camera, [1])[1]
+    assert _counts(meshes, camera)[1] == 0 and shown_max < 40
+    assert 40 <= footprint_min <= footprint_pixels(meshes[1], camera) <= footprint_max
