@@ -76,15 +76,21 @@ def silhouettes(meshes, camera, shown) -> dict | None:
     starts = np.cumsum([0] + sizes[:-1])
     nears = np.minimum.reduceat(uvd[:, 2], starts).tolist()
     fars = np.maximum.reduceat(uvd[:, 2], starts).tolist()
-    rows = np.arange(SILHOUETTE_DIRECTIONS)
-    silhouettes = {}
-    for position, (k, start, size) in enumerate(zip(shown, starts.tolist(), sizes)):
-        support = support_all[:, start:start + size]
-        extreme = support.argmax(axis=1)                # hull vertices, counter-clockwise in (u, v)
-        keep = extreme != _previous(extreme)
-        inner = uvd[start + extreme[keep], :2] if keep.any() else uvd[start + extreme[:1], :2]
-        silhouettes[k] = (inner, support[rows, extreme], nears[position], fars[position])
-    return silhouettes
+    # the extreme vertex of each object in each direction (argmax per object: a (K, V) block each), then
+    # everything else for all objects at once
+    extremes = np.stack([support_all[:, start:start + size].argmax(axis=1)
+                         for start, size in zip(starts.tolist(), sizes)]) + starts[:, None]   # (n, K), global
+    values = support_all[np.arange(SILHOUETTE_DIRECTIONS)[None, :], extremes]               # (n, K)
+    keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)  # hull vertices, once each
+    keep[~keep.any(axis=1), 0] = True                  # a point (every direction's extreme the same vertex)
+    counts = keep.sum(axis=1).tolist()
+    corners = uvd[extremes[keep], :2]                  # counter-clockwise in (u, v) per object
+    found = {}
+    offset = 0
+    for position, k in enumerate(shown):
+        found[k] = (corners[offset:offset + counts[position]], values[position], nears[position], fars[position])
+        offset += counts[position]
+    return found
 
 
 def silhouette_box(support) -> tuple[float, float, float, float]:
@@ -96,7 +102,142 @@ def boxes_meet(a, b, margin: float = 1.0) -> bool:
     return a[0] <= b[1] + margin and b[0] <= a[1] + margin and a[2] <= b[3] + margin and b[2] <= a[3] + margin
 
 
-def lower_bounds(silhouettes: dict, camera, count: int, shown, min_pixels: int | None = None) -> list[int]:
+def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None = None) -> list[int]:
+    """:func:`visible_pixel_bounds` from the :func:`silhouettes` ``found``: the same numbers as
+    :func:`_lower_bounds_reference` (tested), with the inner polygons' row intervals of all objects and the
+    outer polygons' of all occluders each computed in one pass of array operations (the very float
+    operations of :func:`_inner_rows` and :func:`_outer_rows`, row by row; issue 27: the per-object
+    calls on small arrays were most of the bound's time)."""
+    H, W = camera.height, camera.width
+    bounds = [0] * count
+    shown = list(shown)
+    objects, spans = [], []                              # objects with a polygon and rows in the image
+    for k in shown:
+        inner = found[k][0]
+        if len(inner) >= 3:
+            j0 = max(int(math.floor(inner[:, 1].min())), 0)
+            j1 = min(int(math.ceil(inner[:, 1].max())) + 1, H)
+            if j0 < j1:
+                objects.append(k)
+                spans.append((j0, j1))
+    if objects:
+        first, last, row_start = _inner_intervals([found[k][0] for k in objects], spans, W)
+        widths = np.maximum(last - first + 1, 0)
+        starts = row_start[:-1]
+        plain = np.add.reduceat(widths, starts).tolist()  # the pixels of each inner polygon
+        occluded = _may_be_occluded(found, objects, shown, spans, first, last, starts)
+        for position, k in enumerate(objects):
+            if occluded[position]:
+                a, b = row_start[position], row_start[position + 1]
+                bounds[k] = _visible_in_rows(found, k, shown, spans[position][0], first[a:b], last[a:b])
+            else:
+                bounds[k] = int(plain[position])
+    if min_pixels is not None:  # the reference stops at the first object under the threshold
+        for position, k in enumerate(shown):
+            if bounds[k] < min_pixels:
+                for j in shown[position + 1:]:
+                    bounds[j] = 0
+                break
+    return bounds
+
+
+def _inner_intervals(polygons: list, spans: list, width: int):
+    """Pixel columns ``first..last`` (int64, clipped to the image; empty: last < first) strictly inside each
+    polygon (:func:`_inner_rows`) in each of its rows ``spans[k]`` = (j0, j1), all polygons' rows
+    concatenated; and where each polygon's rows start in them ((len + 1,) list)."""
+    sizes = [len(polygon) for polygon in polygons]
+    edges = max(sizes)
+    a = np.zeros((len(polygons), edges, 2))
+    b = np.zeros((len(polygons), edges, 2))
+    valid = np.zeros((len(polygons), edges), dtype=bool)
+    for position, polygon in enumerate(polygons):
+        size = sizes[position]
+        a[position, :size] = polygon
+        b[position, :size - 1] = polygon[1:]
+        b[position, size - 1] = polygon[0]
+        valid[position, :size] = True
+    ex, ey = b[..., 0] - a[..., 0], b[..., 1] - a[..., 1]
+    length = np.hypot(ex, ey)
+    rows = [j1 - j0 for j0, j1 in spans]
+    row_start = np.concatenate(([0], np.cumsum(rows))).tolist()
+    owner = np.repeat(np.arange(len(polygons)), rows)                      # (R,) polygon of each row
+    v = np.concatenate([np.arange(j0, j1) for j0, j1 in spans]) + 0.5
+    ex_r, ey_r, valid_r = ex[owner], ey[owner], valid[owner]
+    rhs = _MARGIN * length[owner] - ex_r * (v[:, None] - a[owner, :, 1]) - ey_r * a[owner, :, 0]
+    coef = -ey_r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = rhs / coef
+    inf = np.inf
+    lo = np.where(valid_r & (coef > 0), bound, -inf).max(axis=1)
+    hi = np.where(valid_r & (coef < 0), bound, inf).min(axis=1)
+    flat_fail = (valid_r & (coef == 0) & (rhs >= 0)).any(axis=1)
+    lo = np.where(flat_fail, inf, lo)
+    first = np.clip(np.floor(lo - 0.5) + 1, 0, width).astype(np.int64)      # i + 0.5 > lo
+    last = np.clip(np.ceil(hi - 0.5) - 1, -1, width - 1).astype(np.int64)    # i + 0.5 < hi
+    return first, last, row_start
+
+
+def _may_be_occluded(found: dict, objects: list, shown: list, spans: list, first, last, starts) -> list[bool]:
+    """Per object of ``objects``: whether some other object of ``shown`` may cover pixels of its inner
+    polygon's rows (the tests of :func:`_visible_in_rows`, for all pairs at once; False: its bound is its
+    inner polygon's pixels)."""
+    rows = last >= first
+    big = np.iinfo(np.int64).max
+    count = np.add.reduceat(rows.astype(np.int64), starts)
+    i0 = np.minimum.reduceat(np.where(rows, first, big), starts)
+    i1 = np.maximum.reduceat(np.where(rows, last, -big), starts) + 1
+    index = np.arange(len(rows))
+    r0 = np.minimum.reduceat(np.where(rows, index, big), starts)
+    r1 = np.maximum.reduceat(np.where(rows, index, -big), starts)
+    j0 = np.array([span[0] for span in spans])
+    v_lo = (r0 - starts + j0).astype(float)             # = the first kept row's centre - 0.5
+    v_hi = (r1 - starts + j0 + 1).astype(float)
+    far = np.array([found[k][3] for k in objects])
+    near = np.array([found[j][2] for j in shown])
+    support = np.array([found[j][1] for j in shown])
+    behind = far[:, None] + _MARGIN < near[None, :]
+    misses = ((support[None, :, 0] < i0[:, None] - 1) | (-support[None, :, _HALF] > i1[:, None] + 1)
+              | (support[None, :, _QUARTER] < v_lo[:, None] - 1) | (-support[None, :, 3 * _QUARTER] > v_hi[:, None] + 1))
+    same = np.array(objects)[:, None] == np.array(shown)[None, :]
+    return ((~behind & ~misses & ~same).any(axis=1) & (count > 0)).tolist()
+
+
+def _visible_in_rows(found: dict, k: int, shown, j0: int, first, last) -> int:
+    """Pixels of columns ``first..last`` of rows ``j0, j0 + 1, ...`` (object k's inner polygon) outside the
+    outer polygon of every object of ``shown`` that may be in front of k (:func:`visible_pixel_bounds`)."""
+    rows = last >= first
+    if not rows.any():
+        return 0
+    v = np.flatnonzero(rows) + (j0 + 0.5)
+    first, last = first[rows], last[rows]
+    i0, i1 = int(first.min()), int(last.max()) + 1
+    u_lo, u_hi, v_lo, v_hi = i0, i1, v[0] - 0.5, v[-1] + 0.5
+    far = found[k][3]
+    occluders = []
+    for j in shown:
+        if j == k:
+            continue
+        _, support_j, near_j, _ = found[j]
+        if far + _MARGIN < near_j:                      # j is behind k on every ray
+            continue
+        # j's bounding box (directions 0, pi/2, pi, 3pi/2) misses k's rows and columns
+        if (support_j[0] < u_lo - 1 or -support_j[_HALF] > u_hi + 1 or support_j[_QUARTER] < v_lo - 1
+                or -support_j[3 * _QUARTER] > v_hi + 1):
+            continue
+        occluders.append(support_j)
+    if not occluders:
+        return int((last - first + 1).sum())
+    centres = np.arange(i0, i1) + 0.5
+    mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
+    for support_j in occluders:
+        olo, ohi = _outer_rows(_DIRECTIONS, support_j, v)
+        mask &= ~((centres[None, :] >= olo[:, None]) & (centres[None, :] <= ohi[:, None]))
+    return int(mask.sum())
+
+
+def _lower_bounds_reference(silhouettes: dict, camera, count: int, shown, min_pixels: int | None = None
+                            ) -> list[int]:
+    """:func:`lower_bounds` object by object (the code before issue 27's second round; kept for the test)."""
     directions = _DIRECTIONS
     H, W = camera.height, camera.width
     bounds = [0] * count
