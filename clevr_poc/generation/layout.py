@@ -42,7 +42,7 @@ import numpy as np
 from clevr_poc import domain
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.pixel_bounds import (  # noqa: F401  (visible_pixel_bounds: part of this module's API)
-    SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, silhouettes, visible_pixel_bounds,
+    SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, vertex_silhouettes, visible_pixel_bounds,
 )
 from clevr_poc.scene import Scene, compute_relationships
 
@@ -324,22 +324,23 @@ class VisibilityCheck:
                 object index.
         """
         from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-        from clevr_poc.rendering.render import scene_meshes
+        from clevr_poc.rendering.render import scene_meshes, scene_vertices
 
         if not 0 <= hidden < len(complete.objects):
             raise FormatError("hidden must be an object index", field="hidden", value=hidden)
         camera = _camera(camera_seed, self.width, self.height)
+        if not exact_pixels and self.scope == "both":
+            found = vertex_silhouettes(scene_vertices(complete), camera)  # the meshes' vertices, no Mesh
+            if found is not None:
+                count = len(complete.objects)
+                bounds = lower_bounds(found, camera, count, range(count))
+                unsure = [k for k, b in enumerate(bounds) if b < self.min_pixels]
+                if not unsure:
+                    return VisibilityOutcome(True, None)
+                return self._decide(complete, camera, found, unsure)
         meshes = scene_meshes(complete)
         if not exact_pixels:
-            if self.scope == "both":
-                found = silhouettes(meshes, camera, range(len(meshes)))
-                if found is not None:
-                    bounds = lower_bounds(found, camera, len(meshes), range(len(meshes)))
-                    unsure = [k for k, b in enumerate(bounds) if b < self.min_pixels]
-                    if not unsure:
-                        return VisibilityOutcome(True, None)
-                    return self._decide(meshes, camera, found, unsure)
-            else:
+            if self.scope == "partial":
                 shown = [k for k in range(len(meshes)) if k != hidden]
                 bounds = visible_pixel_bounds(meshes, camera, shown, self.min_pixels)
                 if bounds is not None and all(bounds[k] >= self.min_pixels for k in shown):
@@ -364,7 +365,7 @@ class VisibilityCheck:
                            else "too_small") for k in failing)
         return VisibilityOutcome(False, tuple(pixels), image, offending)
 
-    def _decide(self, meshes, camera, found, unsure: list[int]) -> VisibilityOutcome:
+    def _decide(self, complete: Scene, camera, found, unsure: list[int]) -> VisibilityOutcome:
         """Scope "both", objects ``unsure`` under the lower bound. First their upper bounds
         (:func:`~clevr_poc.generation.pixel_bounds.upper_bounds`): an object at most ``min_pixels - 1``
         shows fails, its reason from its footprint's bounds (the footprint itself when they straddle the
@@ -376,26 +377,33 @@ class VisibilityCheck:
         box of those objects' footprints (``instance_index_map(window=...)``: the same labels there)."""
         from clevr_poc.generation.pixel_bounds import upper_bounds
         from clevr_poc.rendering.masks import footprint_pixels, instance_index_map, mesh_footprints
+        from clevr_poc.rendering.render import scene_meshes
 
         minimum = self.min_pixels
+        meshes: list = []  # built when a ray or a footprint is needed
+
+        def mesh(k: int):
+            if not meshes:
+                meshes.extend(scene_meshes(complete))
+            return meshes[k]
         offending = {}
         for k, (shown_max, footprint_min, footprint_max) in upper_bounds(found, camera, unsure).items():
             if shown_max < minimum:
                 occluded = footprint_min >= minimum or (footprint_max >= minimum
-                                                        and footprint_pixels(meshes[k], camera) >= minimum)
+                                                        and footprint_pixels(mesh(k), camera) >= minimum)
                 offending[k] = (k, None, "occluded" if occluded else "too_small")
         unsure = [k for k in unsure if k not in offending]
         if unsure:
             boxes = {k: silhouette_box(silhouette[1]) for k, silhouette in found.items()}
             subset = sorted(set(unsure) | {j for j in boxes for k in unsure if boxes_meet(boxes[j], boxes[k])})
-            footprints = mesh_footprints([meshes[j] for j in subset], camera)
+            footprints = mesh_footprints([mesh(j) for j in subset], camera)
             # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
             boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
                             if k in unsure and footprints[position] is not None]
             window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
                        min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure))
                       if boxes_unsure else (0, 0, 0, 0))
-            counts = _visible_pixels(instance_index_map([meshes[j] for j in subset], camera, footprints, window),
+            counts = _visible_pixels(instance_index_map([mesh(j) for j in subset], camera, footprints, window),
                                      len(subset))
             for position, k in enumerate(subset):
                 if k in unsure and counts[position] < minimum:

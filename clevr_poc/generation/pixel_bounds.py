@@ -61,21 +61,32 @@ def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -
 
 def silhouettes(meshes, camera, shown) -> dict | None:
     """Per object of ``shown``: (inner polygon (M, 2), support values (K,), smallest and largest vertex
-    depth); None when a vertex lies behind the camera."""
-    from clevr_poc.camera import project_points
-
+    depth); None when a vertex lies behind the camera (:func:`vertex_silhouettes` of the meshes' vertices)."""
     shown = list(shown)
-    if not shown:
+    found = vertex_silhouettes([meshes[k].vertices for k in shown], camera)
+    return None if found is None else {k: found[position] for position, k in enumerate(shown)}
+
+
+def vertex_silhouettes(vertices: list, camera) -> dict | None:
+    """:func:`silhouettes` of objects given by their world vertices ((V, 3) arrays, e.g.
+    :func:`clevr_poc.rendering.render.scene_vertices`), keyed by position; None when a vertex lies behind
+    the camera. The projection is :func:`clevr_poc.camera.project_points`' arithmetic, all objects at once."""
+    if not len(vertices):
         return {}
-    sizes = [len(meshes[k].vertices) for k in shown]
-    uvd = project_points(np.concatenate([meshes[k].vertices for k in shown]), camera)  # all objects at once
-    if not np.all(uvd[:, 2] > 0):
+    sizes = [len(v) for v in vertices]
+    cam = np.concatenate(vertices) @ camera.rotation.T + camera.translation
+    depth = cam[:, 2]
+    if not np.all(depth > 0):
         return None
+    uvw = cam @ camera.K.T
+    uv = np.empty((2, len(cam)))
+    np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
+    np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
     # (K, sum V): a row per direction (numpy's argmax along the columns of a (V, K) array is 2x slower)
-    support_all = _DIRECTIONS @ uvd[:, :2].T
+    support_all = _DIRECTIONS @ uv
     starts = np.cumsum([0] + sizes[:-1])
-    nears = np.minimum.reduceat(uvd[:, 2], starts).tolist()
-    fars = np.maximum.reduceat(uvd[:, 2], starts).tolist()
+    nears = np.minimum.reduceat(depth, starts).tolist()
+    fars = np.maximum.reduceat(depth, starts).tolist()
     # the extreme vertex of each object in each direction (argmax per object: a (K, V) block each), then
     # everything else for all objects at once
     extremes = np.stack([support_all[:, start:start + size].argmax(axis=1)
@@ -84,12 +95,12 @@ def silhouettes(meshes, camera, shown) -> dict | None:
     keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)  # hull vertices, once each
     keep[~keep.any(axis=1), 0] = True                  # a point (every direction's extreme the same vertex)
     counts = keep.sum(axis=1).tolist()
-    corners = uvd[extremes[keep], :2]                  # counter-clockwise in (u, v) per object
+    corners = uv[:, extremes[keep]].T                  # counter-clockwise in (u, v) per object
     found = {}
     offset = 0
-    for position, k in enumerate(shown):
-        found[k] = (corners[offset:offset + counts[position]], values[position], nears[position], fars[position])
-        offset += counts[position]
+    for position, count in enumerate(counts):
+        found[position] = (corners[offset:offset + count], values[position], nears[position], fars[position])
+        offset += count
     return found
 
 
@@ -229,9 +240,8 @@ def _visible_in_rows(found: dict, k: int, shown, j0: int, first, last) -> int:
         return int((last - first + 1).sum())
     centres = np.arange(i0, i1) + 0.5
     mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
-    for support_j in occluders:
-        olo, ohi = _outer_rows(_DIRECTIONS, support_j, v)
-        mask &= ~((centres[None, :] >= olo[:, None]) & (centres[None, :] <= ohi[:, None]))
+    olo, ohi = _outer_rows(_DIRECTIONS, np.array(occluders)[:, None, :], v)   # (occluders, rows) each
+    mask &= ~((centres >= olo[..., None]) & (centres <= ohi[..., None])).any(axis=0)
     return int(mask.sum())
 
 
@@ -310,17 +320,17 @@ def _inner_rows(polygon, v):
 
 def _outer_rows(directions, support, v):
     """Closed u-interval [lo, hi] per row ``v`` of ``{p : d_k . p <= support_k + margin}``; empty rows
-    get lo > hi."""
-    c, s = directions[:, 0][None, :], directions[:, 1][None, :]
-    rhs = support[None, :] + _MARGIN - v[:, None] * s          # c * u <= rhs
+    get lo > hi. ``support`` (K,) gives (rows,) intervals; (m, 1, K) gives (m, rows) ones, the same
+    numbers as m calls."""
+    c, s = directions[:, 0], directions[:, 1]
+    rhs = support + _MARGIN - v[:, None] * s                   # c * u <= rhs
     vertical = np.abs(c) < 1e-12
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = rhs / c
-    lo = np.where(~vertical & (c < 0), bound, -np.inf).max(axis=1)
-    hi = np.where(~vertical & (c > 0), bound, np.inf).min(axis=1)
-    empty = (vertical & (rhs < 0)).any(axis=1)
+    lo = np.where(~vertical & (c < 0), bound, -np.inf).max(axis=-1)
+    hi = np.where(~vertical & (c > 0), bound, np.inf).min(axis=-1)
+    empty = (vertical & (rhs < 0)).any(axis=-1)
     return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
-
 
 
 # ---------------------------------------------------------------------- upper bounds (objects under the threshold)

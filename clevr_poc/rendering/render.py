@@ -57,7 +57,7 @@ from clevr_poc.render_settings import (  # noqa: F401  (public names of this mod
     DEFAULT_ENGINE, DEFAULT_MAX_RELAYOUTS, DEFAULT_SAMPLES, ENGINE_NAMES, RenderSettings,
 )
 from clevr_poc.rendering import masks as _masks
-from clevr_poc.rendering.shapes import Mesh, object_mesh, object_rotation, object_scale
+from clevr_poc.rendering.shapes import Mesh, object_mesh, object_rotation, object_scale, object_vertices
 from clevr_poc.rendering.styles import DEFAULT_STYLE, OFFICIAL_CONE_LIFT, STYLE_NAMES, RenderStyle, get_style  # noqa: F401
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.scene_metadata import ImageInfo, RenderInfo
@@ -216,6 +216,23 @@ def scene_meshes(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone
             meshes.append(object_mesh(obj.shape, obj.size, x, y, object_rotation(obj), mesh_set=st.meshes,
                                       shrink_cube=st.shrink_cube, offset=offset))
     return meshes
+
+
+def scene_vertices(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone_lift: float = 0.0
+                   ) -> list[np.ndarray]:
+    """The vertices (V, 3) of each of :func:`scene_meshes`' meshes (the same floats; no normals, no
+    :class:`Mesh`: what the visibility check's bounds need).
+
+    Raises:
+        FormatError: an object without position, or an unknown style.
+    """
+    st = get_style(style)
+    vertices = []
+    for i, obj in enumerate(scene.objects):
+        x, y = _object_xy(obj, i)
+        vertices.append(object_vertices(obj.shape, obj.size, x, y, object_rotation(obj), mesh_set=st.meshes,
+                                        shrink_cube=st.shrink_cube, offset=(0.0, 0.0, _lift(obj.shape, cone_lift))))
+    return vertices
 
 
 def visibility_report(index_map: np.ndarray, meshes: Sequence[Mesh], camera: Camera, min_pixels: int,

@@ -81,9 +81,7 @@ class Mesh:
     def transformed(self, scale: float, rotation_deg: float, location: tuple[float, float, float]) -> "Mesh":
         """Scale uniformly, rotate about +z by ``rotation_deg`` degrees (counter-clockwise seen from above),
         then translate."""
-        a = math.radians(rotation_deg)
-        Rz = np.array([[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0], [0.0, 0.0, 1.0]])
-        vertices = (self.vertices * scale) @ Rz.T + np.asarray(location, dtype=float)
+        vertices, Rz = transformed_vertices(self.vertices, scale, rotation_deg, location)
         return Mesh(vertices, self.normals @ Rz.T, self.triangles, self.smooth)
 
     def planes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -250,6 +248,25 @@ def object_scale(shape: str, size: str, *, shrink_cube: bool = False) -> float:
     """
     radius = domain.SIZE_RADIUS[size]
     return radius / math.sqrt(2.0) if shrink_cube and shape == "cube" else radius
+
+
+def transformed_vertices(vertices: np.ndarray, scale: float, rotation_deg: float,
+                         location: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Mesh.transformed`'s vertices (V, 3) and its rotation matrix Rz (3, 3): scaled, rotated about +z,
+    translated (the one computation of both, so that their vertices are the same floats)."""
+    a = math.radians(rotation_deg)
+    Rz = np.array([[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0], [0.0, 0.0, 1.0]])
+    return (vertices * scale) @ Rz.T + np.asarray(location, dtype=float), Rz
+
+
+def object_vertices(shape: str, size: str, x: float, y: float, rotation_deg: float = 0.0, *,
+                    mesh_set: str = "official", shrink_cube: bool = False,
+                    offset: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
+    """The vertices (V, 3) of :func:`object_mesh` (the same floats), without its normals (issue 27: the
+    visibility check's bounds need only the vertices)."""
+    s = object_scale(shape, size, shrink_cube=shrink_cube)
+    return transformed_vertices(unit_mesh(shape, mesh_set).vertices, s, rotation_deg,
+                                (x + offset[0], y + offset[1], s + offset[2]))[0]
 
 
 def object_mesh(shape: str, size: str, x: float, y: float, rotation_deg: float = 0.0, *,
