@@ -273,7 +273,7 @@ class Scene:
         object.__setattr__(self, "objects", tuple(self.objects))
         object.__setattr__(
             self, "relationships",
-            {rel: tuple(tuple(int(j) for j in row) for row in rows) for rel, rows in self.relationships.items()},
+            {rel: tuple([tuple(map(int, row)) for row in rows]) for rel, rows in self.relationships.items()},
         )
 
     def __len__(self) -> int:
@@ -301,12 +301,10 @@ class Scene:
         if not 0 <= index < len(self.objects):
             raise IndexError(f"object {index} not in a scene of {len(self.objects)} objects")
 
-        def renumber(j: int) -> int:
-            return j - 1 if j > index else j
-
-        objects = tuple(o for i, o in enumerate(self.objects) if i != index)
+        objects = self.objects[:index] + self.objects[index + 1:]
         relationships = {
-            rel: tuple(tuple(renumber(j) for j in row if j != index) for i, row in enumerate(rows) if i != index)
+            rel: tuple([tuple([j - 1 if j > index else j for j in row if j != index])
+                        for row in rows[:index] + rows[index + 1:]])
             for rel, rows in self.relationships.items()
         }
         return replace(self, objects=objects, relationships=relationships, extra=dict(self.extra))

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
@@ -88,6 +89,19 @@ class TemplateNotApplicable(ClevrPocError):
 
 def _matches(obj: SceneObject, description: Mapping[str, str]) -> bool:
     return all(getattr(obj, a) == v for a, v in description.items())
+
+
+def _other_matches(objects: Sequence[SceneObject], candidates: frozenset[int], obj: int,
+                   description: Mapping[str, str]) -> bool:
+    """Whether a candidate other than ``obj`` matches ``description`` (:func:`_matches`; issue 27: one
+    attribute getter per description instead of a generator per candidate)."""
+    if obj not in candidates:  # then no description singles it out
+        return True
+    if not description:
+        return len(candidates) > 1
+    values = attrgetter(*description)
+    wanted = tuple(description.values()) if len(description) > 1 else next(iter(description.values()))
+    return any(p != obj and values(objects[p]) == wanted for p in candidates)
 
 
 class QuestionGenerator:
@@ -204,8 +218,8 @@ class QuestionGenerator:
         # every question's intended answer contains the values of the candidates that share the hidden
         # object's other three attributes and its region: if those already fill the domain, give up now
         position = CANDIDATE_FIELD[attribute]
-        floor = {c[position] for c in candidates
-                 if all(c[i] == truth[i] for i in range(5) if i != position)}
+        others = itemgetter(*(i for i in range(5) if i != position))
+        floor = {c[position] for c in candidates if others(c) == others(truth)}
         if len(floor) >= len(domain.DOMAINS[attribute]):
             self.rejections["hopeless"] += 1
             return None
@@ -378,8 +392,7 @@ class QuestionGenerator:
         description = {a: target.attribute(a) for a in order[:k]}
         rest = order[k:]
         while True:
-            matching = [p for p in candidates if _matches(scene.objects[p], description)]
-            if matching == [obj]:
+            if not _other_matches(scene.objects, candidates, obj, description):  # only obj (a candidate) matches
                 return description
             if not rest:
                 raise TemplateNotApplicable
