@@ -63,3 +63,17 @@ def test_an_occluded_cube_is_decided_by_its_upper_bound():
     shown_max, footprint_min, footprint_max = upper_bounds(silhouettes(meshes, camera, range(3)), camera, [1])[1]
     assert _counts(meshes, camera)[1] == 0 and shown_max < 40
     assert 40 <= footprint_min <= footprint_pixels(meshes[1], camera) <= footprint_max
+
+
+def test_moved_object_equals_dataclasses_replace():
+    from dataclasses import fields, replace
+
+    from clevr_poc.generation.layout import moved_object
+
+    obj = SceneObject("red", "cube", "large", "metal", 2, (1.0, 2.0, 0.7), pixel_coords=(3.0, 4.0, 5.0),
+                      extra={"note": 1}, rotation=10.0, score=0.5)
+    new = moved_object(obj, (-1.5, 2.5, 0.7), 123.25)
+    old = replace(obj, coords_3d=(-1.5, 2.5, 0.7), pixel_coords=None, rotation=123.25)
+    assert type(new) is SceneObject and new == old and hash(new) == hash(old)
+    assert all(getattr(new, f.name) == getattr(old, f.name) for f in fields(SceneObject))
+    assert new.extra is obj.extra and new.json_spelling is old.json_spelling and obj.rotation == 10.0

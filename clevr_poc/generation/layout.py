@@ -44,7 +44,7 @@ from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.pixel_bounds import (  # noqa: F401  (visible_pixel_bounds: part of this module's API)
     SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, vertex_silhouettes, visible_pixel_bounds,
 )
-from clevr_poc.scene import Scene, compute_relationships
+from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
 #: Defaults of CLEVR's ``render_images.py`` (``--min_dist 0.25 --margin 0.4``).
 DEFAULT_MIN_DISTANCE = 0.25
@@ -169,11 +169,20 @@ def place_objects(scene: Scene, rng: random.Random, *, min_distance: float = DEF
     objects = []
     for i, obj in enumerate(scene.objects):
         x, y = positions[i]
-        objects.append(replace(obj, coords_3d=(x, y, bounds[i][4]), pixel_coords=None,
-                               rotation=rng.uniform(0.0, 360.0)))
+        objects.append(moved_object(obj, (x, y, bounds[i][4]), rng.uniform(0.0, 360.0)))
     relationships = compute_relationships([positions[i] for i in range(len(objects))])
     placed = replace(scene, objects=tuple(objects), relationships=relationships)
     return LayoutResult(placed, sum(rejected.values()), restart, dict(rejected), region_restarts)
+
+
+def moved_object(obj: SceneObject, coords_3d: tuple[float, float, float], rotation: float) -> SceneObject:
+    """``dataclasses.replace(obj, coords_3d=coords_3d, pixel_coords=None, rotation=rotation)``, an equal
+    object with the same other field values (tested), without replace's per-call walk over the fields
+    (issue 27: a layout replaced every object this way). ``SceneObject.__post_init__`` checks only
+    ``extra`` and ``json_spelling``, which stay as they were checked."""
+    moved = object.__new__(type(obj))
+    moved.__dict__.update(obj.__dict__, coords_3d=coords_3d, pixel_coords=None, rotation=rotation)
+    return moved
 
 
 def _fill_region(members: list[int], positions: dict[int, tuple[float, float]], bounds: list,
