@@ -12,10 +12,10 @@ import random
 
 from clevr_poc.environments.sampler import sample_environment
 from clevr_poc.generation.layout import PlacementError, place_objects
-from clevr_poc.generation.pixel_bounds import lower_bounds, silhouettes, upper_bounds
+from clevr_poc.generation.pixel_bounds import lower_bounds, silhouettes, upper_bounds, vertex_silhouettes
 from clevr_poc.generation.scene_sampler import SceneSampler
 from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-from clevr_poc.rendering.render import scene_camera, scene_meshes
+from clevr_poc.rendering.render import scene_bound_points, scene_camera, scene_meshes
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.seeds import ENVIRONMENT, derive_seed
 
@@ -39,16 +39,40 @@ def test_bounds_bracket_the_ray_cast_counts_on_random_layouts():
             done += 1
             camera = scene_camera(rng.getrandbits(32))
             meshes = scene_meshes(scene)
-            found = silhouettes(meshes, camera, range(len(meshes)))
-            lower = lower_bounds(found, camera, len(meshes), range(len(meshes)))
-            upper = upper_bounds(found, camera, range(len(meshes)))
-            for k, exact in enumerate(_counts(meshes, camera)):
-                shown_max, footprint_min, footprint_max = upper[k]
-                assert lower[k] <= exact <= shown_max
-                assert footprint_min <= footprint_pixels(meshes[k], camera) <= footprint_max
-                checked += 1
-                tight += shown_max <= 1.1 * exact + 10
-    assert checked > 150 and tight > 0.8 * checked  # brackets, and mostly close ones
+            exact = _counts(meshes, camera)
+            footprints = [footprint_pixels(mesh, camera) for mesh in meshes]
+            # from the meshes' vertices, and from the few inner and outer points of each solid
+            for found in (silhouettes(meshes, camera, range(len(meshes))),
+                          vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
+                lower = lower_bounds(found, camera, len(meshes), range(len(meshes)))
+                upper = upper_bounds(found, camera, range(len(meshes)))
+                for k in range(len(meshes)):
+                    shown_max, footprint_min, footprint_max = upper[k]
+                    assert lower[k] <= exact[k] <= shown_max
+                    assert footprint_min <= footprints[k] <= footprint_max
+                    checked += 1
+                    tight += shown_max <= 1.1 * exact[k] + 10 and lower[k] >= 0.9 * exact[k] - 10
+    assert checked > 300 and tight > 0.8 * checked  # brackets, and mostly close ones
+
+
+def _points(scene):
+    inner, outer = scene_bound_points(scene)
+    return inner, outer
+
+
+def test_bound_points_lie_inside_and_around_each_mesh():
+    from scipy.spatial import ConvexHull
+
+    from clevr_poc.generation.bound_solids import bound_points
+    from clevr_poc.rendering.shapes import unit_mesh
+
+    for shape in ("cube", "sphere", "cylinder", "cone"):
+        vertices = unit_mesh(shape, "official").vertices
+        inner, outer = bound_points(shape)
+        hull = ConvexHull(outer).equations
+        assert (vertices @ hull[:, :3].T + hull[:, 3]).max() <= 1e-12           # the outer hull contains the mesh
+        assert all((vertices == p).all(axis=1).any() for p in inner)            # inner points are mesh vertices
+        assert len(inner) <= 100 and len(outer) <= 200 < len(vertices) or shape == "cone"
 
 
 def test_an_occluded_cube_is_decided_by_its_upper_bound():

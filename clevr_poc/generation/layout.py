@@ -333,13 +333,14 @@ class VisibilityCheck:
                 object index.
         """
         from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-        from clevr_poc.rendering.render import scene_meshes, scene_vertices
+        from clevr_poc.rendering.render import scene_bound_points, scene_meshes
 
         if not 0 <= hidden < len(complete.objects):
             raise FormatError("hidden must be an object index", field="hidden", value=hidden)
         camera = _camera(camera_seed, self.width, self.height)
         if not exact_pixels and self.scope == "both":
-            found = vertex_silhouettes(scene_vertices(complete), camera)  # the meshes' vertices, no Mesh
+            inner, outer = scene_bound_points(complete)  # a few hundred points per object, no Mesh
+            found = vertex_silhouettes(inner, camera, outer)
             if found is not None:
                 count = len(complete.objects)
                 bounds = lower_bounds(found, camera, count, range(count))

@@ -67,14 +67,24 @@ def silhouettes(meshes, camera, shown) -> dict | None:
     return None if found is None else {k: found[position] for position, k in enumerate(shown)}
 
 
-def vertex_silhouettes(vertices: list, camera) -> dict | None:
+def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dict | None:
     """:func:`silhouettes` of objects given by their world vertices ((V, 3) arrays, e.g.
     :func:`clevr_poc.rendering.render.scene_vertices`), keyed by position; None when a vertex lies behind
-    the camera. The projection is :func:`clevr_poc.camera.project_points`' arithmetic, all objects at once."""
+    the camera. The projection is :func:`clevr_poc.camera.project_points`' arithmetic, all objects at once.
+
+    ``outer``: per object, points whose convex hull contains the solid (:mod:`.bound_solids`); then
+    ``vertices`` need only lie inside it, the inner polygon comes from them and the support values and
+    depths from ``outer`` (bounds of the mesh's: the bounds stay bounds)."""
     if not len(vertices):
         return {}
-    sizes = [len(v) for v in vertices]
-    cam = np.concatenate(vertices) @ camera.rotation.T + camera.translation
+    if outer is None:
+        outer = vertices
+        points = np.concatenate(vertices)
+        inner_count = 0
+    else:
+        points = np.concatenate(list(vertices) + list(outer))
+        inner_count = sum(len(v) for v in vertices)
+    cam = points @ camera.rotation.T + camera.translation
     depth = cam[:, 2]
     if not np.all(depth > 0):
         return None
@@ -84,14 +94,19 @@ def vertex_silhouettes(vertices: list, camera) -> dict | None:
     np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
     # (K, sum V): a row per direction (numpy's argmax along the columns of a (V, K) array is 2x slower)
     support_all = _DIRECTIONS @ uv
+    sizes = [len(v) for v in vertices]
     starts = np.cumsum([0] + sizes[:-1])
-    nears = np.minimum.reduceat(depth, starts).tolist()
-    fars = np.maximum.reduceat(depth, starts).tolist()
+    outer_starts = inner_count + np.cumsum([0] + [len(v) for v in outer][:-1])
+    nears = np.minimum.reduceat(depth, outer_starts).tolist()
+    fars = np.maximum.reduceat(depth, outer_starts).tolist()
     # the extreme vertex of each object in each direction (argmax per object: a (K, V) block each), then
     # everything else for all objects at once
     extremes = np.stack([support_all[:, start:start + size].argmax(axis=1)
                          for start, size in zip(starts.tolist(), sizes)]) + starts[:, None]   # (n, K), global
-    values = support_all[np.arange(SILHOUETTE_DIRECTIONS)[None, :], extremes]               # (n, K)
+    if inner_count:
+        values = np.maximum.reduceat(support_all, outer_starts, axis=1).T                   # (n, K)
+    else:
+        values = support_all[np.arange(SILHOUETTE_DIRECTIONS)[None, :], extremes]           # (n, K)
     keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)  # hull vertices, once each
     keep[~keep.any(axis=1), 0] = True                  # a point (every direction's extreme the same vertex)
     counts = keep.sum(axis=1).tolist()

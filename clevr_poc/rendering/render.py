@@ -235,6 +235,30 @@ def scene_vertices(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, co
     return vertices
 
 
+def scene_bound_points(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone_lift: float = 0.0
+                       ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per object of :func:`scene_meshes`, placed as its mesh: points inside the solid and points whose
+    hull contains it (:func:`clevr_poc.generation.bound_solids.bound_points`), world (V, 3) arrays.
+
+    Raises:
+        FormatError: an object without position, or an unknown style.
+    """
+    from clevr_poc.generation.bound_solids import bound_points
+    from clevr_poc.rendering.shapes import transformed_vertices
+
+    st = get_style(style)
+    inner, outer = [], []
+    for i, obj in enumerate(scene.objects):
+        x, y = _object_xy(obj, i)
+        s = object_scale(obj.shape, obj.size, shrink_cube=st.shrink_cube)
+        location = (x, y, s + _lift(obj.shape, cone_lift))
+        rotation = object_rotation(obj)
+        points_in, points_out = bound_points(obj.shape, st.meshes)
+        inner.append(transformed_vertices(points_in, s, rotation, location)[0])
+        outer.append(transformed_vertices(points_out, s, rotation, location)[0])
+    return inner, outer
+
+
 def visibility_report(index_map: np.ndarray, meshes: Sequence[Mesh], camera: Camera, min_pixels: int,
                       mesh_footprints: Sequence | None = None) -> VisibilityReport:
     """Visibility of every object from an index map (:func:`masks.instance_index_map`); the meshes'

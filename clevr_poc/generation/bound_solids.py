@@ -1,0 +1,74 @@
+"""Few-vertex stand-ins for the renderer's meshes in the visibility check's bounds (issue 27).
+
+The cheap bounds of :mod:`clevr_poc.generation.pixel_bounds` need, per object, points *inside* its solid
+(their projections' convex hull lies inside the object's silhouette) and points whose convex hull
+*contains* the solid (their projections' hull contains the silhouette). The meshes themselves serve as both,
+but a sphere has 2,112 vertices and projecting and scanning them was most of a bound. Here each unit mesh
+(:func:`clevr_poc.rendering.shapes.unit_mesh`) gets, once per process:
+
+- *inner* points: the mesh vertices that are extreme in one of :data:`DIRECTIONS` (about 100 of them);
+- *outer* points: the vertices of the polytope ``{x : d . x <= max_v d . v + 1e-7}`` over the same
+  directions (``scipy.spatial.HalfspaceIntersection``), which contains every vertex, hence the solid.
+
+A mesh with at most :data:`EXACT_UP_TO` distinct hull vertices (the cone) uses those vertices for both;
+without scipy every mesh uses all its vertices.
+Scaling, rotating about z and translating (what places an object) keep inside inside and containing
+containing, and the perspective projection of points in front of the camera maps convex hulls to convex
+hulls; so the bounds stay bounds, only a little looser (the outer polytope of the unit sphere reaches
+about 3 % beyond it). ``tests/test_pixel_bounds.py`` checks the brackets against the ray-cast counts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import lru_cache
+
+import numpy as np
+
+#: Meshes with at most this many distinct hull vertices use them as inner and outer points.
+EXACT_UP_TO = 200
+#: How far (unit-mesh units) the outer polytope's planes lie beyond the farthest vertex: far above the
+#: rounding of the half-space intersection (about 1e-15), far below a pixel.
+OUTER_MARGIN = 1e-7
+
+
+def _directions() -> np.ndarray:
+    """(D, 3) unit vectors: 16 azimuths at 5 elevations (-60..60 degrees) and the 26 directions of
+    the cube's faces, edges and corners (tight on the cube and the cylinder's caps)."""
+    rings = [(math.cos(a) * math.cos(e), math.sin(a) * math.cos(e), math.sin(e))
+             for e in (math.radians(x) for x in (-60.0, -30.0, 0.0, 30.0, 60.0))
+             for a in (2.0 * math.pi * k / 16 for k in range(16))]
+    cube = [v for v in itertools.product((-1.0, 0.0, 1.0), repeat=3) if any(v)]
+    d = np.array(rings + cube)
+    return d / np.linalg.norm(d, axis=1, keepdims=True)
+
+
+#: The support directions of the inner and outer points.
+DIRECTIONS = _directions()
+
+
+@lru_cache(maxsize=32)
+def bound_points(shape: str, mesh_set: str = "official") -> tuple[np.ndarray, np.ndarray]:
+    """(inner (Vi, 3), outer (Vo, 3)) points of the unit mesh of ``shape`` in ``mesh_set`` (module doc);
+    read-only arrays."""
+    from clevr_poc.rendering.shapes import unit_mesh
+
+    vertices = unit_mesh(shape, mesh_set).vertices
+    try:
+        from scipy.spatial import ConvexHull, HalfspaceIntersection
+    except ImportError:  # pragma: no cover - scipy comes with the generate/render extras; the mesh itself
+        return vertices, vertices
+    hull = vertices[np.sort(ConvexHull(vertices).vertices)]
+    if len(hull) <= EXACT_UP_TO:
+        inner = outer = hull
+    else:
+        products = vertices @ DIRECTIONS.T                       # (V, D)
+        inner = vertices[np.unique(products.argmax(axis=0))]
+        halfspaces = np.hstack([DIRECTIONS, -(products.max(axis=0) + OUTER_MARGIN)[:, None]])
+        corners = HalfspaceIntersection(halfspaces, vertices.mean(axis=0)).intersections
+        outer = corners[np.sort(ConvexHull(corners).vertices)]
+    inner, outer = np.array(inner), np.array(outer)
+    inner.setflags(write=False)
+    outer.setflags(write=False)
+    return inner, outer
