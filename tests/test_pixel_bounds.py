@@ -15,7 +15,8 @@ from clevr_poc.generation.layout import PlacementError, place_objects
 from clevr_poc.generation.pixel_bounds import lower_bounds, silhouettes, upper_bounds, vertex_silhouettes
 from clevr_poc.generation.scene_sampler import SceneSampler
 from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-from clevr_poc.rendering.render import scene_bound_points, scene_camera, scene_meshes
+from clevr_poc.generation.bound_solids import scene_bound_points
+from clevr_poc.rendering.render import scene_camera, scene_meshes
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.seeds import ENVIRONMENT, derive_seed
 

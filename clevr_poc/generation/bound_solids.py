@@ -72,3 +72,23 @@ def bound_points(shape: str, mesh_set: str = "official") -> tuple[np.ndarray, np
     inner.setflags(write=False)
     outer.setflags(write=False)
     return inner, outer
+
+
+def scene_bound_points(scene, style: str = "official", *, cone_lift: float = 0.0
+                       ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per object of the scene, placed as the renderer places its mesh
+    (:func:`clevr_poc.rendering.render.object_placements`): its inner and its outer points
+    (:func:`bound_points`), world (V, 3) arrays.
+
+    Raises:
+        FormatError: an object without position, or an unknown style.
+    """
+    from clevr_poc.rendering.render import object_placements
+    from clevr_poc.rendering.shapes import transformed_vertices
+
+    inner, outer = [], []
+    for shape, mesh_set, scale, rotation, location in object_placements(scene, style, cone_lift=cone_lift):
+        points_in, points_out = bound_points(shape, mesh_set)
+        inner.append(transformed_vertices(points_in, scale, rotation, location)[0])
+        outer.append(transformed_vertices(points_out, scale, rotation, location)[0])
+    return inner, outer

@@ -333,7 +333,8 @@ class VisibilityCheck:
                 object index.
         """
         from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-        from clevr_poc.rendering.render import scene_bound_points, scene_meshes
+        from clevr_poc.generation.bound_solids import scene_bound_points
+        from clevr_poc.rendering.render import scene_meshes
 
         if not 0 <= hidden < len(complete.objects):
             raise FormatError("hidden must be an object index", field="hidden", value=hidden)

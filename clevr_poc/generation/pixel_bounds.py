@@ -69,7 +69,7 @@ def silhouettes(meshes, camera, shown) -> dict | None:
 
 def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dict | None:
     """:func:`silhouettes` of objects given by their world vertices ((V, 3) arrays, e.g.
-    :func:`clevr_poc.rendering.render.scene_vertices`), keyed by position; None when a vertex lies behind
+    :func:`.bound_solids.scene_bound_points`), keyed by position; None when a vertex lies behind
     the camera. The projection is :func:`clevr_poc.camera.project_points`' arithmetic, all objects at once.
 
     ``outer``: per object, points whose convex hull contains the solid (:mod:`.bound_solids`); then

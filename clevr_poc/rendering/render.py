@@ -57,7 +57,7 @@ from clevr_poc.render_settings import (  # noqa: F401  (public names of this mod
     DEFAULT_ENGINE, DEFAULT_MAX_RELAYOUTS, DEFAULT_SAMPLES, ENGINE_NAMES, RenderSettings,
 )
 from clevr_poc.rendering import masks as _masks
-from clevr_poc.rendering.shapes import Mesh, object_mesh, object_rotation, object_scale, object_vertices
+from clevr_poc.rendering.shapes import Mesh, object_mesh, object_rotation, object_scale
 from clevr_poc.rendering.styles import DEFAULT_STYLE, OFFICIAL_CONE_LIFT, STYLE_NAMES, RenderStyle, get_style  # noqa: F401
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.scene_metadata import ImageInfo, RenderInfo
@@ -218,45 +218,21 @@ def scene_meshes(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone
     return meshes
 
 
-def scene_vertices(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone_lift: float = 0.0
-                   ) -> list[np.ndarray]:
-    """The vertices (V, 3) of each of :func:`scene_meshes`' meshes (the same floats; no normals, no
-    :class:`Mesh`: what the visibility check's bounds need).
+def object_placements(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone_lift: float = 0.0
+                      ) -> list[tuple[str, str, float, float, tuple[float, float, float]]]:
+    """How :func:`scene_meshes` places each object's unit mesh: ``(shape, mesh set, scale, rotation in
+    degrees, location)`` (``unit_mesh(shape, mesh_set).transformed(scale, rotation, location)`` is its mesh).
 
     Raises:
         FormatError: an object without position, or an unknown style.
     """
     st = get_style(style)
-    vertices = []
-    for i, obj in enumerate(scene.objects):
-        x, y = _object_xy(obj, i)
-        vertices.append(object_vertices(obj.shape, obj.size, x, y, object_rotation(obj), mesh_set=st.meshes,
-                                        shrink_cube=st.shrink_cube, offset=(0.0, 0.0, _lift(obj.shape, cone_lift))))
-    return vertices
-
-
-def scene_bound_points(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone_lift: float = 0.0
-                       ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Per object of :func:`scene_meshes`, placed as its mesh: points inside the solid and points whose
-    hull contains it (:func:`clevr_poc.generation.bound_solids.bound_points`), world (V, 3) arrays.
-
-    Raises:
-        FormatError: an object without position, or an unknown style.
-    """
-    from clevr_poc.generation.bound_solids import bound_points
-    from clevr_poc.rendering.shapes import transformed_vertices
-
-    st = get_style(style)
-    inner, outer = [], []
+    placements = []
     for i, obj in enumerate(scene.objects):
         x, y = _object_xy(obj, i)
         s = object_scale(obj.shape, obj.size, shrink_cube=st.shrink_cube)
-        location = (x, y, s + _lift(obj.shape, cone_lift))
-        rotation = object_rotation(obj)
-        points_in, points_out = bound_points(obj.shape, st.meshes)
-        inner.append(transformed_vertices(points_in, s, rotation, location)[0])
-        outer.append(transformed_vertices(points_out, s, rotation, location)[0])
-    return inner, outer
+        placements.append((obj.shape, st.meshes, s, object_rotation(obj), (x, y, s + _lift(obj.shape, cone_lift))))
+    return placements
 
 
 def visibility_report(index_map: np.ndarray, meshes: Sequence[Mesh], camera: Camera, min_pixels: int,

@@ -259,16 +259,6 @@ def transformed_vertices(vertices: np.ndarray, scale: float, rotation_deg: float
     return (vertices * scale) @ Rz.T + np.asarray(location, dtype=float), Rz
 
 
-def object_vertices(shape: str, size: str, x: float, y: float, rotation_deg: float = 0.0, *,
-                    mesh_set: str = "official", shrink_cube: bool = False,
-                    offset: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
-    """The vertices (V, 3) of :func:`object_mesh` (the same floats), without its normals (issue 27: the
-    visibility check's bounds need only the vertices)."""
-    s = object_scale(shape, size, shrink_cube=shrink_cube)
-    return transformed_vertices(unit_mesh(shape, mesh_set).vertices, s, rotation_deg,
-                                (x + offset[0], y + offset[1], s + offset[2]))[0]
-
-
 def object_mesh(shape: str, size: str, x: float, y: float, rotation_deg: float = 0.0, *,
                 mesh_set: str = "official", shrink_cube: bool = False,
                 offset: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> Mesh:
