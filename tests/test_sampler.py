@@ -143,3 +143,33 @@ def test_checker_finds_useless_constraints():
     # region 0: every object is blue -> 4 shapes x 3 sizes x 2 materials descriptions
     assert len(checker.descriptions([blue], region=0)) == 24
     assert len(checker.descriptions([blue], region=1)) == 192
+
+
+def test_object_replacements_equal_the_counting_reference():
+    """Issue 27: ``SceneCheck.object_replacements`` decides each pair-counting constraint once per pair of
+    key values and looks candidates up; the same booleans as counting the pairs of every candidate
+    (``_object_replacements_reference``), on random complete scenes of environments with pair constraints,
+    for the allowed types and for random type ids."""
+    import numpy as np
+
+    from clevr_poc.environments.sampler import sample_environment
+    from clevr_poc.generation.scene_sampler import SceneSampler
+    from clevr_poc.seeds import ENVIRONMENT, derive_seed
+
+    tested = 0
+    for env in range(12):
+        sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 0, env), env_id=env),
+                               calibration_proposals=5_000)
+        if not sampler.check.pairs:
+            continue
+        gen = np.random.default_rng(env)
+        rows = np.array([sampler.sample_types(__import__("random").Random(k)) for k in range(24)])
+        for trial in range(6):
+            i = int(gen.integers(rows.shape[1]))
+            others = np.delete(rows, i, axis=1)
+            candidates = sampler.allowed if trial % 2 else gen.integers(0, 768, size=200)
+            fast = sampler.check.object_replacements(others, candidates)
+            assert fast.shape == (24, len(candidates)) and fast.any()
+            assert np.array_equal(fast, sampler.check._object_replacements_reference(others, candidates))
+            tested += 1
+    assert tested >= 12

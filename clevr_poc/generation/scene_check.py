@@ -95,10 +95,6 @@ class SceneCheck:
         self._key2 = np.array([c.key2 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
         self._pair_n = np.array([c.n for c in self.pairs], dtype=np.int64)
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
-        # one-hot keys, (Cp, 768, 9) float64 (column 8: key -1): per-value counts times one-hot keys
-        # give the pair counts a candidate adds by one (exact) matrix product
-        self._onehot1 = (self._key1[..., None] % (_MAX_VALUES + 1) == np.arange(_MAX_VALUES + 1)).astype(np.float64)
-        self._onehot2 = (self._key2[..., None] % (_MAX_VALUES + 1) == np.arange(_MAX_VALUES + 1)).astype(np.float64)
         self._candidate_cache: tuple | None = None
 
     def feasible(self, X: np.ndarray) -> np.ndarray:
@@ -168,12 +164,36 @@ class SceneCheck:
             base, count1, count2 = self._pair_base(others)
             cached = self._candidate_cache
             if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
-                cached = self._candidate_cache = (candidates, self._onehot1[:, candidates].transpose(0, 2, 1).copy(),
-                                                  self._onehot2[:, candidates].transpose(0, 2, 1).copy())
-            _, onehot1, onehot2 = cached  # (Cp, 9, M)
-            # count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] as products with one-hot keys (exact)
-            added = count2.astype(np.float64) @ onehot1 + count1.astype(np.float64) @ onehot2
-            count = base[:, :, None] + added.astype(np.int64)
+                codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
+                    + self._key2[:, candidates] % (_MAX_VALUES + 1)                        # (Cp, M)
+                cached = self._candidate_cache = (candidates, codes)
+            codes = cached[1]
+            # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0 in
+            # the last column): constraint c holds or not for each of the 9 x 9 key pairs (issue 27: decided
+            # there, then looked up per candidate, instead of counting for every candidate)
+            table = base[:, :, None, None] + count2[:, :, :, None] + count1[:, :, None, :]     # (Cp, P, 9, 9)
+            n = self._pair_n[:, None, None, None]
+            holds = np.where(self._at_least[:, None, None, None], table >= n, table < n).reshape(len(self.pairs), P, -1)
+            for c in range(len(self.pairs)):
+                ok &= holds[c].take(codes[c], axis=1)
+        return ok
+
+    def _object_replacements_reference(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """:meth:`object_replacements` counting the pairs of every candidate (the code before issue 27's
+        second round; kept for the test)."""
+        taken = self._taken(others)
+        ok = ~taken[:, candidates // NUM_REGIONS]
+        occupancy = _region_counts(TYPE_REGION[others])
+        ok &= occupancy[:, TYPE_REGION[candidates]] < REGION_CAPACITY
+        if len(self.objects):
+            base = self._flag[:, others].sum(axis=-1)
+            count = base[:, :, None] + self._flag[:, candidates][:, None, :]
+            ok &= (count == self._flag_n[:, None, None]).all(axis=0)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            key1, key2 = self._key1[:, candidates], self._key2[:, candidates]            # (Cp, M), -1..7
+            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(others.shape[0])[None, :, None]
+            count = base[:, :, None] + count2[c, p, key1[:, None, :]] + count1[c, p, key2[:, None, :]]
             ok &= self._pairs_ok(count)
         return ok
 
