@@ -14,7 +14,10 @@ the ``map`` rule of the probabilistic answers with ``presuppose_answer=True``
 (:func:`clevr_poc.reasoning.answer_distribution.answer_distribution`, ``docs/probabilistic_answers.md``:
 ``argmax_{s : A(s) != {}} P(s | image, environment)``), computed lazily: the ranked decoding runs only for
 the questions the MAP scene leaves unanswered, so the common case costs nothing extra. When no scene among
-the k answers, the empty MAP answer stands.
+the k answers, the k most probable scenes that may also hold the detector's weak detections (scores 0.05 to
+0.2, :meth:`clevr_poc.perception.Perception.searched_scenes`) are searched the same way: an object the
+detector saw only faintly (often an occluded one) is the usual reason why no scene of the confident
+detections answers. When none of those answers either, the empty MAP answer stands.
 
 Measured (``docs/benchmarks.md``, the release's look, 320 questions, r9): the crisp MAP pipeline 0.938
 exact, the presupposition's answer 0.9625, the same as the ``map`` rule over k = 16 scenes.
@@ -22,7 +25,7 @@ exact, the presupposition's answer 0.9625, the same as the ``map`` rule over k =
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from clevr_poc.answer import Answer
 from clevr_poc.errors import ClevrPocError, FormatError
@@ -31,6 +34,7 @@ from clevr_poc.scene_distribution import SceneDistribution
 if TYPE_CHECKING:
     from clevr_poc.environments.environment import Environment
     from clevr_poc.reasoning.reasoner import QueryLike, Reasoner
+    from clevr_poc.scene import Scene
 
 #: Default number of scenes searched for one that answers: issue #24's default k
 #: (:data:`clevr_poc.perception.ranked_decoding.DEFAULT_K`; ``0`` turns the search off).
@@ -57,9 +61,10 @@ def can_search(perception: Any, environment: "Environment | None", k: int) -> bo
 
 
 def presupposed_answer(reasoner: "Reasoner", environment: "Environment", query: "QueryLike",
-                       distribution: SceneDistribution, *, explain: bool = False) -> Answer | None:
+                       distribution: "SceneDistribution | Iterable[Scene]", *, explain: bool = False) -> Answer | None:
     """The answer of the most probable scene of ``distribution`` in which ``query`` has a non-empty
-    answer (module doc), or None when no scene has one.
+    answer (module doc), or None when no scene has one. ``distribution``: a :class:`SceneDistribution`, or
+    scenes in the order to try them (iterated lazily: :meth:`Perception.searched_scenes`).
 
     Args:
         reasoner: the :class:`~clevr_poc.reasoning.Reasoner` that answers each scene.
@@ -72,7 +77,8 @@ def presupposed_answer(reasoner: "Reasoner", environment: "Environment", query: 
         as :meth:`Reasoner.answer` (unsafe query, a scene that does not fit, a solver time-out).
     """
     checked = reasoner.sanitize(query)
-    for scene in distribution.scenes:
+    scenes = distribution.scenes if isinstance(distribution, SceneDistribution) else distribution
+    for scene in scenes:
         answer = reasoner.answer(environment, scene, checked)
         if answer.values:
             return reasoner.explain(environment, scene, checked) if explain else answer
@@ -80,9 +86,10 @@ def presupposed_answer(reasoner: "Reasoner", environment: "Environment", query: 
 
 
 def searched_answer(reasoner: "Reasoner", environment: "Environment", query: "QueryLike",
-                    distribution: Callable[[], SceneDistribution], *, explain: bool = False) -> Answer | None:
-    """:func:`presupposed_answer` over ``distribution()`` (a function giving the :class:`SceneDistribution`,
-    called only here), or None when no scene answers or the search fails (a perception or solver error:
+                    distribution: "Callable[[], SceneDistribution | Iterable[Scene]]", *,
+                    explain: bool = False) -> Answer | None:
+    """:func:`presupposed_answer` over ``distribution()`` (a function giving the :class:`SceneDistribution`
+    or the scenes, called only here), or None when no scene answers or the search fails (a perception or solver error:
     the caller keeps its MAP answer)."""
     try:
         return presupposed_answer(reasoner, environment, query, distribution(), explain=explain)
@@ -90,6 +97,17 @@ def searched_answer(reasoner: "Reasoner", environment: "Environment", query: "Qu
         return None
 
 
+def scenes_to_search(perception: Any, image: Any, camera: Any, environment: "Environment", k: int
+                     ) -> "SceneDistribution | Iterable[Scene]":
+    """The scenes the presupposition searches for one image: ``perception.presupposition_scenes`` (our
+    :class:`~clevr_poc.perception.Perception`: the candidates' k best scenes, then those with its weak
+    detections) when the perception has it, else its ``scene_distribution`` (a user's perception)."""
+    search = getattr(perception, "presupposition_scenes", None)
+    if callable(search):
+        return search(image, camera, environment, k=k)
+    return perception.scene_distribution(image, camera, environment, k=k)
+
+
 __all__ = ["DEFAULT_PRESUPPOSITION_K", "MAX_PRESUPPOSITION_K", "can_search",
            "check_presupposition_k", "presupposed_answer",
-           "searched_answer"]
+           "scenes_to_search", "searched_answer"]

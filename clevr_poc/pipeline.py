@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from clevr_poc.answer import Answer
 from clevr_poc.answer_presupposition import (DEFAULT_PRESUPPOSITION_K, can_search, check_presupposition_k,
-                                             searched_answer)
+                                             scenes_to_search, searched_answer)
 from clevr_poc.dataset_reader import Example
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
@@ -347,8 +347,8 @@ class Pipeline:
         answer = self._reason(env, used_scene, checked_query, explain)
         if not answer.values and scene is None and self._searches(env):
             answer = searched_answer(self.reasoner, env, checked_query,
-                                     lambda: self.perception.scene_distribution(as_image(image), as_camera(
-                                         camera, self.camera_source), env, k=self.presupposition_k),
+                                     lambda: scenes_to_search(self.perception, as_image(image), as_camera(
+                                         camera, self.camera_source), env, self.presupposition_k),
                                      explain=explain) or answer
         return answer
 
@@ -451,7 +451,7 @@ class Pipeline:
         prediction = reasoned_prediction(self.reasoner, example.environment, scene, query)
         if prediction.values == frozenset() and self._searches(example.environment):
             found = searched_answer(self.reasoner, example.environment, query, lambda: PerceivedScenes(
-                self.perception, camera_source=self.camera_source).distribution_of(example, self.presupposition_k))
+                self.perception, camera_source=self.camera_source).searched_scenes_of(example, self.presupposition_k))
             if found is not None:
                 return Prediction(found.values, None, query)
         return prediction

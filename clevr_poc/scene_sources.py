@@ -10,8 +10,9 @@ answers; ``python -m clevr_poc demo`` shares one perceived scene per example bet
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, runtime_checkable
 
+from clevr_poc.answer_presupposition import scenes_to_search
 from clevr_poc.camera import Camera
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
@@ -126,6 +127,16 @@ class PerceivedScenes:
         """
         return self.perception.scene_distribution(self.image_of(example), self.camera_of(example), example.environment,
                                                   k=k)
+
+    def searched_scenes_of(self, example: "Example", k: int) -> "SceneDistribution | Iterable[Scene]":
+        """The scenes the question's presupposition searches for the example's image
+        (:func:`clevr_poc.answer_presupposition.scenes_to_search`; camera as :meth:`camera_of`).
+
+        Raises:
+            as :meth:`distribution_of`.
+        """
+        return scenes_to_search(self.perception, self.image_of(example), self.camera_of(example),
+                                example.environment, k)
 
     @staticmethod
     def image_of(example: "Example") -> "Path":

@@ -119,3 +119,82 @@ def test_cli_checks_presupposition_k_when_parsing(value, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "argument --presupposition-k: must be an integer in [0, 256]" in err and "\n" not in err
+
+
+# ---------------------------------------------------------------------- the weak detections' stage
+def _weak_stage_detections():
+    from clevr_poc import domain
+    from clevr_poc.perception.decoding import ObjectCandidate
+    from clevr_poc.perception.perceiver import Detection
+
+    def probs(attribute: str, value: str) -> tuple[float, ...]:
+        values = domain.DOMAINS[attribute]
+        return tuple(0.99 if v == value else 0.01 / (len(values) - 1) for v in values)
+
+    def detection(score, color, shape, region, box):
+        p = {"color": probs("color", color), "shape": probs("shape", shape), "size": probs("size", "small"),
+             "material": probs("material", "metal")}
+        regions = tuple(0.97 if r == region else 0.01 for r in domain.REGIONS)
+        return Detection(box, ObjectCandidate(score, p, regions, (float(region), 0.0)), (0.0, 0.0))
+
+    return [detection(0.9, "red", "cube", 0, (100.0, 150.0, 130.0, 180.0)),       # a candidate
+            detection(0.1, "blue", "cylinder", 1, (200.0, 120.0, 220.0, 140.0)),  # weak: 0.05 <= 0.1 < 0.2
+            detection(0.03, "green", "sphere", 2, (40.0, 100.0, 60.0, 120.0))]    # under the weak floor
+
+
+def test_searched_scenes_try_the_candidates_first_then_the_weak_detections(perception_model):
+    """Three objects, so two are visible: the candidates alone fill one; the second stage, reached only when
+    the caller asks for more scenes, adds the weak detection (score 0.1) and never the one under 0.05."""
+    env = Environment((Constraint("exactly_n", {"r": 0, "p1": "color", "v1": "red", "n": 1}),), 3, id=1)
+    camera = perception_model.camera_for(np.zeros((320, 320, 3), dtype=np.uint8))[1]
+    detections = _weak_stage_detections()
+    calls = []
+    original = perception_model.decode_distribution
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("candidate_threshold"))
+        return original(*args, **kwargs)
+
+    perception_model.decode_distribution = counted
+    try:
+        scenes = perception_model.searched_scenes(detections, camera, env, k=4)
+        first = next(scenes)
+        assert calls == [None]                              # lazy: the weak stage not decoded yet
+        assert [(o.color, o.shape) for o in first.objects] == [("red", "cube")]
+        rest = list(scenes)
+        assert calls == [None, 0.05]
+        weak_scenes = [s for s in rest if len(s.objects) == 2]
+        assert weak_scenes and all(len(s.objects) in (1, 2) for s in rest)
+        assert sorted((o.color, o.shape) for o in weak_scenes[0].objects) == [("blue", "cylinder"), ("red", "cube")]
+        assert not any(o.color == "green" for s in rest for o in s.objects)
+        perception_model.weak_candidate_threshold = 0.2     # = the candidate threshold: no second stage
+        calls.clear()
+        only = list(perception_model.searched_scenes(detections, camera, env, k=4))
+        assert calls == [None] and all(len(s.objects) == 1 for s in only)
+    finally:
+        perception_model.decode_distribution = original
+        perception_model.weak_candidate_threshold = 0.05
+
+
+def test_presupposed_answer_stops_at_the_first_stage_that_answers(perception_model):
+    """The weak stage is never decoded when a scene of the candidates answers (iterated lazily)."""
+    env = Environment((Constraint("exactly_n", {"r": 0, "p1": "color", "v1": "red", "n": 1}),), 3, id=1)
+    camera = perception_model.camera_for(np.zeros((320, 320, 3), dtype=np.uint8))[1]
+    query = "missing(Q) :- hasProperty(X, color, Q), hasProperty(X, shape, sphere), at(X, 0)."
+    decoded = []
+    original = perception_model.decode_distribution
+    perception_model.decode_distribution = lambda *a, **kw: decoded.append(kw) or original(*a, **kw)
+    try:
+        found = presupposed_answer(Reasoner(), env, query,
+                                   perception_model.searched_scenes(_weak_stage_detections(), camera, env, k=4))
+    finally:
+        perception_model.decode_distribution = original
+    assert found is not None and "red" not in found.values and "blue" in found.values   # one red in region 0
+    assert len(decoded) == 1
+
+
+@pytest.fixture(scope="module")
+def perception_model():
+    from clevr_poc.perception import Perception
+
+    return Perception.from_pretrained(Path(__file__).resolve().parent.parent / "models" / "perception", device="cpu")

@@ -348,11 +348,11 @@ def evaluate(perception: Any, dataset: str | os.PathLike[str], *, split: str = "
 
 def _presupposed(reasoner: Reasoner, perception: Any, detections: Any, camera: Any, example: Any, answer: Any, k: int,
                  counts: dict[str, Any]) -> Any:
-    """The answer of the most probable of the ``k`` best consistent scenes that answers (module doc), or
-    ``answer`` when none does or the search fails; ``counts`` tallies searches and answers found."""
+    """The answer of the most probable scene that answers among the ``k`` best consistent scenes, then the
+    ``k`` best with the weak detections (:meth:`Perception.searched_scenes`), or ``answer`` when none does or the search fails; ``counts`` tallies searches and answers found."""
     counts["searched"] += 1
     found = searched_answer(reasoner, example.environment, example.question.asp_query,
-                            lambda: perception.decode_distribution(detections, camera, example.environment, k=k))
+                            lambda: perception.searched_scenes(detections, camera, example.environment, k=k))
     if found is None:
         return answer
     counts["answered"] += 1

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -52,6 +52,12 @@ from clevr_poc.scene_metadata import ImageInfo, PerceptionInfo
 DEFAULT_SCORE_THRESHOLD = 0.5
 #: Detections above this score are candidates for constraint-aware decoding (the object count decides).
 DEFAULT_CANDIDATE_THRESHOLD = 0.2
+#: Detections above this score (and below the candidate threshold) are searched only under the question's
+#: presupposition, when no scene of the candidates answers (:meth:`Perception.searched_scenes`). 0.05 is
+#: the detector's own floor (``box_score_thresh`` of :func:`~clevr_poc.perception.models.build_detector`).
+#: Measured (``docs/benchmarks.md``, the release's look, 320 questions): 2 questions left empty by the
+#: candidates were answered, both right.
+DEFAULT_WEAK_CANDIDATE_THRESHOLD = 0.05
 #: Image sides (pixels) perception accepts: CLEVR renders are 240-480 px; far smaller images hold no
 #: readable object, far larger ones only cost memory (the detector never resizes).
 MIN_IMAGE_SIDE, MAX_IMAGE_SIDE = 64, 2048
@@ -83,6 +89,8 @@ class Perception:
             probabilities (measured when training).
         score_threshold: detection score of an object in argmax decoding.
         candidate_threshold: detection score of a candidate in constraint-aware decoding.
+        weak_candidate_threshold: detection score of a candidate searched only under the presupposition
+            (:meth:`searched_scenes`); >= ``candidate_threshold`` turns that stage off.
         decode_time_limit: seconds for clingo per image.
         metadata: training metadata of the model file.
         device: torch device of both networks (``"auto"``: CUDA when present, else CPU; :mod:`.devices`).
@@ -93,7 +101,8 @@ class Perception:
 
     def __init__(self, detector: torch.nn.Module, attributes: AttributeNet, config: ModelConfig, *,
                  position_sigma: float = 0.3, score_threshold: float = DEFAULT_SCORE_THRESHOLD,
-                 candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
+                 candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD,
+                 weak_candidate_threshold: float = DEFAULT_WEAK_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
                  metadata: dict[str, Any] | None = None, device: str | torch.device = DEFAULT_DEVICE) -> None:
         self.device = resolve_device(device)
         self.detector = detector.to(self.device).eval()
@@ -102,6 +111,7 @@ class Perception:
         self.position_sigma = float(position_sigma)
         self.score_threshold = float(score_threshold)
         self.candidate_threshold = float(candidate_threshold)
+        self.weak_candidate_threshold = float(weak_candidate_threshold)
         self.decode_time_limit = float(decode_time_limit)
         self.metadata = dict(metadata or {})
         # the last image's detections: (image array, camera, detections); see _detect
@@ -149,7 +159,7 @@ class Perception:
         return array, resolve_camera(width, height, camera=camera)
 
     def detect(self, image: Any, camera: Any = None) -> list[Detection]:
-        """Every detection with score >= ``min(candidate_threshold, score_threshold)``, by descending score.
+        """Every detection with score >= the lowest of the three thresholds, by descending score.
 
         ``camera``: see :meth:`camera_for` (None: the official camera).
 
@@ -179,7 +189,7 @@ class Perception:
         """:meth:`_detect` without the cache: the detector, then the attribute network on its boxes."""
         tensor = torch.from_numpy(array).to(self.device).permute(2, 0, 1).float().div_(255.0)
         output = self.detector([tensor])[0]
-        threshold = min(self.candidate_threshold, self.score_threshold)
+        threshold = min(self.candidate_threshold, self.score_threshold, self.weak_candidate_threshold)
         keep = output["scores"] >= threshold
         boxes, scores = output["boxes"][keep], output["scores"][keep].cpu()
         if len(boxes) == 0:
@@ -250,13 +260,16 @@ class Perception:
 
     def decode_distribution(self, detections: Sequence[Detection], camera: Any, environment: Environment | None = None,
                             *, k: int = DEFAULT_K, min_ratio: float = DEFAULT_MIN_RATIO,
-                            max_models: int = DEFAULT_MAX_MODELS) -> SceneDistribution:
+                            max_models: int = DEFAULT_MAX_MODELS,
+                            candidate_threshold: float | None = None) -> SceneDistribution:
         """:meth:`scene_distribution` of detections already made (:meth:`detect`), as :meth:`decode` is
-        to :meth:`__call__`."""
+        to :meth:`__call__`; ``candidate_threshold`` (None: the perception's) is the score a detection
+        needs to be a candidate."""
         cam = as_camera(camera)
         if environment is None:
             return SceneDistribution.certain(self.decode(detections, cam, None))
-        index = [i for i, d in enumerate(detections) if d.candidate.score >= self.candidate_threshold]
+        floor = self.candidate_threshold if candidate_threshold is None else float(candidate_threshold)
+        index = [i for i, d in enumerate(detections) if d.candidate.score >= floor]
         ranked = ranked_decode([detections[i].candidate for i in index], environment, k=k, min_ratio=min_ratio,
                                max_models=max_models, time_limit=self.decode_time_limit)
         if not ranked.scenes:
@@ -264,6 +277,33 @@ class Perception:
         scenes = tuple(self._scene(detections, replace(s, keep=tuple(index[i] for i in s.keep)), cam, environment)
                        for s in ranked.scenes)
         return SceneDistribution(scenes, ranked.probabilities, ranked.complete)
+
+    def presupposition_scenes(self, image: Any, camera: Any = None, environment: Environment | None = None, *,
+                              k: int = DEFAULT_K) -> Iterator[Scene]:
+        """:meth:`searched_scenes` of one image (``image``, ``camera`` as for :meth:`__call__`).
+
+        Raises:
+            FormatError: bad image or camera.
+        """
+        array, cam = self.camera_for(image, camera)
+        return self.searched_scenes(self._detect(array, cam), cam, environment, k=k)
+
+    def searched_scenes(self, detections: Sequence[Detection], camera: Any, environment: Environment | None, *,
+                        k: int = DEFAULT_K) -> Iterator[Scene]:
+        """The scenes the question's presupposition searches (:mod:`clevr_poc.answer_presupposition`), most
+        plausible first, computed lazily: the ``k`` most probable consistent scenes of the candidates
+        (:meth:`decode_distribution`), then, only when the caller asks for more (none of those answered),
+        the ``k`` most probable of the candidates and the weak detections (score >=
+        ``weak_candidate_threshold``). A missed object, often an occluded one that the detector saw
+        at a score under the candidate threshold, leaves a question about its neighbours without an
+        answer in every scene of the candidates; the question's answer is evidence that it is there.
+        """
+        cam = as_camera(camera)
+        yield from self.decode_distribution(detections, cam, environment, k=k).scenes
+        weak = self.weak_candidate_threshold
+        if environment is not None and weak < self.candidate_threshold and any(
+                weak <= d.candidate.score < self.candidate_threshold for d in detections):
+            yield from self.decode_distribution(detections, cam, environment, k=k, candidate_threshold=weak).scenes
 
     # ------------------------------------------------------------------ scene
     def _scene(self, detections: Sequence[Detection], decoded: DecodedScene, camera: Camera,
