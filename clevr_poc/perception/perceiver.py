@@ -39,6 +39,7 @@ from clevr_poc.perception import box_geometry as geo
 from clevr_poc.perception.cameras import FALLBACK_PRESET, CameraSpec, as_camera, resolve_camera
 from clevr_poc.image_files import as_rgb_array
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
+from clevr_poc.perception.fast_detector import FastDetector
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, DEFAULT_MIN_RATIO, ranked_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
@@ -86,6 +87,9 @@ class Perception:
         decode_time_limit: seconds for clingo per image.
         metadata: training metadata of the model file.
         device: torch device of both networks (``"auto"``: CUDA when present, else CPU; :mod:`.devices`).
+        fast_detector: on the CPU, run the detector through :class:`~.fast_detector.FastDetector` (a
+            frozen, BatchNorm-folded graph: x1.2 faster, the same detections up to the last float bits);
+            False: the eager torchvision modules.
 
     Raises:
         DeviceError: a device this machine does not have.
@@ -94,9 +98,13 @@ class Perception:
     def __init__(self, detector: torch.nn.Module, attributes: AttributeNet, config: ModelConfig, *,
                  position_sigma: float = 0.3, score_threshold: float = DEFAULT_SCORE_THRESHOLD,
                  candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
-                 metadata: dict[str, Any] | None = None, device: str | torch.device = DEFAULT_DEVICE) -> None:
+                 metadata: dict[str, Any] | None = None, device: str | torch.device = DEFAULT_DEVICE,
+                 fast_detector: bool = True) -> None:
         self.device = resolve_device(device)
         self.detector = detector.to(self.device).eval()
+        self.fast_detector = bool(fast_detector)
+        self._fast: FastDetector | None = None
+        self._fast_path()   # built now, with the model, not on the first image
         self.attributes = attributes.to(self.device).eval()
         self.config = config
         self.position_sigma = float(position_sigma)
@@ -174,11 +182,32 @@ class Perception:
         self._last_detections = (np.array(array, copy=True), cam, tuple(detections))
         return detections
 
+    def _fast_path(self) -> FastDetector | None:
+        """The detector's :class:`~.fast_detector.FastDetector` when it applies (``fast_detector``, the CPU,
+        a torchvision Faster R-CNN in eval mode), rebuilt when the detector or its weights changed since."""
+        from torchvision.models.detection import FasterRCNN
+
+        detector, fast = self.detector, getattr(self, "_fast", None)
+        if not (getattr(self, "fast_detector", False) and self.device.type == "cpu"
+                and isinstance(detector, FasterRCNN) and not detector.training):
+            return None
+        if fast is None or not fast.current(detector):
+            fast = self._fast = FastDetector(detector)
+        return fast
+
+    @torch.no_grad()
+    def detector_outputs(self, images: list[torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+        """``self.detector(images)`` (float (3, H, W) images in [0, 1] on :attr:`device`), through the fast
+        path where it applies (:meth:`_fast_path`): per image ``{"boxes": (D, 4), "scores": (D,),
+        "labels": (D,)}``, by descending score."""
+        fast = self._fast_path()
+        return fast(images) if fast is not None else self.detector(images)
+
     @torch.no_grad()
     def _run_networks(self, array: np.ndarray, cam: Camera) -> list[Detection]:
         """:meth:`_detect` without the cache: the detector, then the attribute network on its boxes."""
         tensor = torch.from_numpy(array).to(self.device).permute(2, 0, 1).float().div_(255.0)
-        output = self.detector([tensor])[0]
+        output = self.detector_outputs([tensor])[0]
         threshold = min(self.candidate_threshold, self.score_threshold)
         keep = output["scores"] >= threshold
         boxes, scores = output["boxes"][keep], output["scores"][keep].cpu()

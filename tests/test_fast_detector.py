@@ -1,0 +1,110 @@
+"""Issue 27: the detector's fast CPU path (:mod:`clevr_poc.perception.fast_detector`: backbone, FPN and RPN
+head as one frozen TorchScript graph with the batch norms folded, anchors kept per image size) gives the
+eager detector's detections up to the last float bits, and :class:`~clevr_poc.perception.Perception`
+never uses a stale copy."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+
+from clevr_poc.image_files import as_rgb_array  # noqa: E402
+from clevr_poc.perception import Perception  # noqa: E402
+from clevr_poc.perception.fast_detector import FastDetector, frozen_graph  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGES = Path(__file__).resolve().parent / "fixtures" / "perception" / "dataset" / "incomplete" / "images" / "test"
+MODEL = ROOT / "models" / "perception"
+
+pytestmark = pytest.mark.skipif(not (MODEL / "perception.pt").exists(), reason="shipped perception checkpoint missing")
+
+
+@pytest.fixture(scope="module")
+def perception():
+    torch.set_num_threads(1)
+    return Perception.from_pretrained(MODEL, device="cpu")
+
+
+def _tensor(name: str) -> torch.Tensor:
+    return torch.from_numpy(as_rgb_array(IMAGES / name)).permute(2, 0, 1).float().div_(255.0)
+
+
+def _assert_same_detections(a: dict, b: dict) -> None:
+    assert len(a["boxes"]) == len(b["boxes"])
+    assert torch.equal(a["labels"], b["labels"])
+    assert torch.allclose(a["boxes"], b["boxes"], atol=1e-3, rtol=0)
+    assert torch.allclose(a["scores"], b["scores"], atol=1e-5, rtol=0)
+
+
+def test_fast_path_gives_the_eager_detections(perception):
+    fast = perception._fast_path()
+    assert isinstance(fast, FastDetector) and fast.graph is not None
+    with torch.no_grad():
+        for name, count, first_box in (("CLEVR_test_000005.png", 4, (131.03, 123.41, 176.07, 176.96)),
+                                       ("CLEVR_test_000006.png", 5, (77.86, 97.40, 99.51, 119.13))):
+            image = _tensor(name)   # 320 x 240: the graph was traced at 320 x 320
+            eager = perception.detector([image])[0]
+            out = perception.detector_outputs([image])[0]
+            _assert_same_detections(out, eager)
+            assert len(out["boxes"]) == count
+            assert np.allclose(out["boxes"][0].tolist(), first_box, atol=0.01)
+            assert float(out["scores"][0]) > 0.9999
+            # another size (anchors kept per size): 320 x 320, zero-padded at the bottom
+            square = torch.zeros(3, 320, 320)
+            square[:, :240] = image
+            _assert_same_detections(fast([square])[0], perception.detector([square])[0])
+    assert len(fast._anchors) == 2   # one entry per image size
+
+
+def test_backbone_graph_matches_the_modules_within_1e5(perception):
+    graph = frozen_graph(perception.detector)
+    image = perception.detector.transform([_tensor("CLEVR_test_000005.png")])[0].tensors
+    with torch.no_grad():
+        features, objectness, deltas = graph(image)
+        eager = perception.detector.backbone(image)
+        eager_objectness, eager_deltas = perception.detector.rpn.head(list(eager.values()))
+    assert list(features) == ["0", "1", "2", "pool"]
+    assert [tuple(f.shape) for f in features.values()] == [(1, 32, 64, 80), (1, 32, 32, 40), (1, 32, 16, 20),
+                                                            (1, 32, 8, 10)]
+    for key in eager:
+        assert torch.allclose(features[key], eager[key], atol=1e-4, rtol=1e-5)
+    for a, b in zip(objectness + deltas, eager_objectness + eager_deltas):
+        assert torch.allclose(a, b, atol=1e-4, rtol=1e-5)
+
+
+def test_changed_weights_rebuild_the_fast_path(perception):
+    first = perception._fast_path()
+    assert first.current(perception.detector)
+    weight = perception.detector.backbone.stem[0][0].weight
+    with torch.no_grad():
+        weight.mul_(1.0)   # an in-place change (as an optimizer step): the frozen copy may be stale
+    assert not first.current(perception.detector)
+    second = perception._fast_path()
+    assert second is not first and second.current(perception.detector)
+    perception.detector.train()
+    try:
+        assert perception._fast_path() is None   # training mode: the eager modules
+    finally:
+        perception.detector.eval()
+
+
+def test_fast_path_pickles_as_its_detector_and_can_be_switched_off(perception):
+    image = _tensor("CLEVR_test_000006.png")
+    copy = pickle.loads(pickle.dumps(perception))   # worker processes receive perception pickled
+    assert isinstance(copy._fast, FastDetector) and copy._fast.detector is copy.detector
+    with torch.no_grad():
+        _assert_same_detections(copy.detector_outputs([image])[0], perception.detector_outputs([image])[0])
+    eager = Perception(perception.detector, perception.attributes, perception.config, device="cpu",
+                       fast_detector=False)
+    assert eager._fast_path() is None
+    scene_fast = perception(IMAGES / "CLEVR_test_000006.png")
+    scene_eager = eager(IMAGES / "CLEVR_test_000006.png")
+    assert [(o.color, o.shape, o.size, o.material, o.region) for o in scene_fast.objects] == \
+        [(o.color, o.shape, o.size, o.material, o.region) for o in scene_eager.objects]
+    assert [o.bbox for o in scene_fast.objects] == [o.bbox for o in scene_eager.objects]
