@@ -1,7 +1,7 @@
-"""Issue 27: the detector's fast CPU path (:mod:`clevr_poc.perception.fast_detector`: backbone, FPN and RPN
-head as one frozen TorchScript graph with the batch norms folded, anchors kept per image size) gives the
-eager detector's detections up to the last float bits, and :class:`~clevr_poc.perception.Perception`
-never uses a stale copy."""
+"""Issue 27: perception's fast CPU paths (:mod:`clevr_poc.perception.fast_inference`: the detector's
+backbone, FPN and RPN head, and the attribute network, as frozen TorchScript graphs with the batch norms
+folded; anchors kept per image size) give the eager modules' outputs up to the last float bits, and
+:class:`~clevr_poc.perception.Perception` never uses a stale copy."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ pytest.importorskip("torchvision")
 
 from clevr_poc.image_files import as_rgb_array  # noqa: E402
 from clevr_poc.perception import Perception  # noqa: E402
-from clevr_poc.perception.fast_detector import FastDetector, frozen_graph  # noqa: E402
+from clevr_poc.perception.fast_inference import FastAttributes, FastDetector, _BackboneAndHead, frozen_graph  # noqa: E402
+from clevr_poc.perception.models import attribute_inputs, context_images  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = Path(__file__).resolve().parent / "fixtures" / "perception" / "dataset" / "incomplete" / "images" / "test"
@@ -63,8 +64,8 @@ def test_fast_path_gives_the_eager_detections(perception):
 
 
 def test_backbone_graph_matches_the_modules_within_1e5(perception):
-    graph = frozen_graph(perception.detector)
     image = perception.detector.transform([_tensor("CLEVR_test_000005.png")])[0].tensors
+    graph = frozen_graph(_BackboneAndHead(perception.detector).eval(), (image,))
     with torch.no_grad():
         features, objectness, deltas = graph(image)
         eager = perception.detector.backbone(image)
@@ -98,13 +99,39 @@ def test_fast_path_pickles_as_its_detector_and_can_be_switched_off(perception):
     image = _tensor("CLEVR_test_000006.png")
     copy = pickle.loads(pickle.dumps(perception))   # worker processes receive perception pickled
     assert isinstance(copy._fast, FastDetector) and copy._fast.detector is copy.detector
+    assert isinstance(copy._fast_attributes, FastAttributes) and copy._fast_attributes.net is copy.attributes
     with torch.no_grad():
         _assert_same_detections(copy.detector_outputs([image])[0], perception.detector_outputs([image])[0])
     eager = Perception(perception.detector, perception.attributes, perception.config, device="cpu",
-                       fast_detector=False)
-    assert eager._fast_path() is None
+                       fast_inference=False)
+    assert eager._fast_path() is None and eager._fast_attribute_path() is None
     scene_fast = perception(IMAGES / "CLEVR_test_000006.png")
     scene_eager = eager(IMAGES / "CLEVR_test_000006.png")
     assert [(o.color, o.shape, o.size, o.material, o.region) for o in scene_fast.objects] == \
         [(o.color, o.shape, o.size, o.material, o.region) for o in scene_eager.objects]
     assert [o.bbox for o in scene_fast.objects] == [o.bbox for o in scene_eager.objects]
+    for a, b in zip(scene_fast.objects, scene_eager.objects):
+        for attribute, values in a.probabilities.items():
+            assert np.allclose(list(values.values()), list(b.probabilities[attribute].values()), atol=2e-6)
+
+
+def test_attribute_graph_gives_the_eager_logits(perception):
+    image = _tensor("CLEVR_test_000005.png")
+    with torch.no_grad():
+        boxes = perception.detector([image])[0]["boxes"]
+        images = image[None]
+        crops, contexts = attribute_inputs(images, context_images(images, perception.config),
+                                           torch.zeros(len(boxes), dtype=torch.long), boxes, perception.config)
+        geometry = torch.rand(len(boxes), 9, generator=torch.Generator().manual_seed(0))
+        fast = perception._fast_attribute_path()
+        assert fast.graph is not None and fast.current(perception.attributes)
+        out, eager = fast(crops, contexts, geometry), perception.attributes(crops, contexts, geometry)
+    assert sorted(out) == ["color", "material", "offset", "shape", "size"]
+    assert out["color"].shape == (4, 8) and out["offset"].shape == (4, 2)
+    for key in eager:
+        assert torch.allclose(out[key], eager[key], atol=1e-4, rtol=1e-5)
+    assert [int(x) for x in out["shape"].argmax(1)] == [int(x) for x in eager["shape"].argmax(1)]
+    with torch.no_grad():
+        perception.attributes.offset.bias.add_(0.0)   # in place: the copy may be stale
+    assert not fast.current(perception.attributes)
+    assert perception._fast_attribute_path() is not fast

@@ -1,23 +1,26 @@
-"""The detector's inference on the CPU, faster (issue 27): the backbone, its FPN and the RPN head as one
-frozen TorchScript graph (``torch.jit.trace`` + ``freeze`` + ``optimize_for_inference``: batch norms folded
-into the convolutions, oneDNN weights pre-packed once), and the RPN's anchors kept per image size.
+"""Perception's networks on the CPU, faster (issue 27): frozen TorchScript graphs (``torch.jit.trace`` +
+``freeze`` + ``optimize_for_inference``: batch norms folded into the convolutions, oneDNN weights
+pre-packed once) of the detector's backbone, FPN and RPN head (with the RPN's anchors kept per image
+size), and of the attribute network.
 
 ::
 
     fast = FastDetector(detector)          # detector: eval-mode torchvision FasterRCNN (models.build_detector)
     outputs = fast([image])                 # = detector([image]): [{"boxes": (D, 4), "scores": (D,), "labels": (D,)}]
+    logits = FastAttributes(net)(crops, contexts, geometry)      # = net(crops, contexts, geometry)
 
-The outputs are those of ``detector([image])`` up to the last float bits (the folded and pre-packed
-convolutions round differently: features within about 2e-5, boxes within about 1e-3 px; the detections
-of the 320 release-look questions and 200 other test images are the same boxes, scores and order, and
-their answers identical: ``docs/benchmarks.md``, "Throughput per stage"). The RPN's proposal filter,
-the RoI heads and the post-processing are torchvision's own code on the detector's own modules, so
-their settings (``roi_heads.score_thresh``, ...) still apply.
+The outputs are those of the eager modules up to the last float bits (the folded and pre-packed
+convolutions round differently: features within about 2e-5, boxes within about 1e-4 px, attribute logits
+within about 3e-5; the detections of the 320 release-look questions and 200 other test images are the
+same boxes, scores and order, and the answers to the 320 questions identical: ``docs/benchmarks.md``,
+"Throughput per stage"). The RPN's proposal filter, the RoI heads and the post-processing are
+torchvision's own code on the detector's own modules, so their settings (``roi_heads.score_thresh``, ...)
+still apply.
 
 :func:`frozen_graph` returns None where TorchScript is unavailable (a torch without it, a model it cannot
-trace); :class:`FastDetector` then runs the eager modules, with the same results as ``detector``. The
-frozen graph is a copy: :meth:`FastDetector.current` tells whether the detector's weights changed since
-(training in place), so that :class:`~clevr_poc.perception.perceiver.Perception` never uses a stale copy.
+trace); the eager modules then run, with their own results. A frozen graph is a copy: ``current(module)``
+tells whether the module's weights changed since (training in place), so that
+:class:`~clevr_poc.perception.perceiver.Perception` never uses a stale copy.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import torch
 from torch import nn
 from torchvision.models.detection import FasterRCNN
 from torchvision.models.detection.rpn import concat_box_prediction_layers
+
+from clevr_poc.perception.models import NUM_GEOMETRY_FEATURES
 
 #: Side (pixels) of the image the graph is traced with; the traced graph reads any size (its
 #: convolutions and the FPN's upsampling take the input's shape).
@@ -51,11 +56,9 @@ class _BackboneAndHead(nn.Module):
         return dict(features), objectness, deltas
 
 
-def frozen_graph(detector: FasterRCNN) -> Any | None:
-    """The detector's backbone + FPN + RPN head as a frozen, inference-optimised TorchScript module (CPU,
-    eval mode; outputs as :class:`_BackboneAndHead`), or None where TorchScript cannot build it."""
-    module = _BackboneAndHead(detector).eval()
-    example = torch.zeros(1, 3, TRACE_SIDE, TRACE_SIDE)
+def frozen_graph(module: nn.Module, example: tuple[torch.Tensor, ...]) -> Any | None:
+    """``module`` (eval mode, CPU) traced on ``example`` inputs, frozen and optimised for inference, or None
+    where TorchScript cannot build it. The copy reads inputs of other sizes (shapes are not baked in)."""
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")   # torch >= 2.9 calls torch.jit deprecated (FutureWarning)
@@ -79,7 +82,7 @@ class FastDetector:
     def __init__(self, detector: FasterRCNN) -> None:
         self.detector = detector
         self._versions = _parameter_versions(detector)
-        self.graph = frozen_graph(detector)
+        self.graph = frozen_graph(_BackboneAndHead(detector).eval(), (torch.zeros(1, 3, TRACE_SIDE, TRACE_SIDE),))
         self._anchors: dict[tuple, list[torch.Tensor]] = {}
 
     def __reduce__(self) -> tuple:
@@ -120,4 +123,33 @@ class FastDetector:
         return anchors
 
 
-__all__ = ["FastDetector", "TRACE_SIDE", "frozen_graph"]
+class FastAttributes:
+    """``net(crops, contexts, geometry)`` of an eval-mode :class:`~clevr_poc.perception.models.AttributeNet`
+    on the CPU through :func:`frozen_graph` (module doc): the same dict of logits; the eager network where
+    no graph could be built. Pickled as its network (:meth:`__reduce__`)."""
+
+    def __init__(self, net: nn.Module, config: Any) -> None:
+        self.net, self.config = net, config
+        self._versions = _parameter_versions(net)
+        example = (torch.zeros(2, 3, config.crop_size, config.crop_size),
+                   torch.zeros(2, 4, config.context_height, config.context_width),
+                   torch.zeros(2, NUM_GEOMETRY_FEATURES))
+        self.graph = frozen_graph(net, example)
+
+    def __reduce__(self) -> tuple:
+        return (FastAttributes, (self.net, self.config))
+
+    def current(self, net: Any) -> bool:
+        """Whether this is ``net``'s fast path: the same object, in eval mode, with the weights it was
+        built from."""
+        return net is self.net and not net.training and _parameter_versions(net) == self._versions
+
+    @torch.no_grad()
+    def __call__(self, crops: torch.Tensor, contexts: torch.Tensor, geometry: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Logits (``AttributeNet.forward``) of K objects: crops (K, 3, s, s), contexts (K, 4, h, w), geometry (K, 9)."""
+        if self.graph is None:
+            return self.net(crops, contexts, geometry)
+        return dict(self.graph(crops, contexts, geometry))
+
+
+__all__ = ["FastAttributes", "FastDetector", "TRACE_SIDE", "frozen_graph"]
