@@ -64,11 +64,17 @@ def test_fast_path_gives_the_eager_detections(perception):
 
 
 def test_backbone_graph_matches_the_modules_within_1e5(perception):
-    image = perception.detector.transform([_tensor("CLEVR_test_000005.png")])[0].tensors
-    graph = frozen_graph(_BackboneAndHead(perception.detector).eval(), (image,))
+    image = _tensor("CLEVR_test_000005.png")                                  # 320 x 240
+    eager_batch = perception.detector.transform([image])[0]
+    batch = perception._fast_path()._batch([image])
+    assert batch.image_sizes == eager_batch.image_sizes == [(240, 320)]
+    assert batch.tensors.shape == eager_batch.tensors.shape == (1, 3, 256, 320)   # padded to a multiple of 32
+    module = _BackboneAndHead(perception.detector).eval()
+    assert torch.equal((batch.tensors - module.mean) / module.std, eager_batch.tensors)  # padding normalises to 0
+    graph = frozen_graph(module, (batch.tensors,))
     with torch.no_grad():
-        features, objectness, deltas = graph(image)
-        eager = perception.detector.backbone(image)
+        features, objectness, deltas = graph(batch.tensors)
+        eager = perception.detector.backbone(eager_batch.tensors)
         eager_objectness, eager_deltas = perception.detector.rpn.head(list(eager.values()))
     assert list(features) == ["0", "1", "2", "pool"]
     assert [tuple(f.shape) for f in features.values()] == [(1, 32, 64, 80), (1, 32, 32, 40), (1, 32, 16, 20),
@@ -135,3 +141,12 @@ def test_attribute_graph_gives_the_eager_logits(perception):
         perception.attributes.offset.bias.add_(0.0)   # in place: the copy may be stale
     assert not fast.current(perception.attributes)
     assert perception._fast_attribute_path() is not fast
+
+
+def test_rpn_keeps_200_proposals_per_level_before_nms_at_inference(perception):
+    from clevr_poc.perception.models import RPN_PRE_NMS_TEST, build_detector
+
+    assert RPN_PRE_NMS_TEST == 200
+    assert build_detector().rpn._pre_nms_top_n == {"training": 300, "testing": 200}
+    assert build_detector().rpn._post_nms_top_n == {"training": 150, "testing": 100}
+    assert perception.detector.rpn._pre_nms_top_n["testing"] == 200

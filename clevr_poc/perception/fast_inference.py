@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 from torchvision.models.detection import FasterRCNN
+from torchvision.models.detection.image_list import ImageList
 from torchvision.models.detection.rpn import concat_box_prediction_layers
 
 from clevr_poc.perception.models import NUM_GEOMETRY_FEATURES
@@ -39,31 +40,44 @@ from clevr_poc.perception.models import NUM_GEOMETRY_FEATURES
 #: Side (pixels) of the image the graph is traced with; the traced graph reads any size (its
 #: convolutions and the FPN's upsampling take the input's shape).
 TRACE_SIDE = 320
+#: Runs of a new graph on its example input: TorchScript's executor profiles the first two runs and
+#: optimises on the third (the first image costs about 4x, the next two 1.7x a steady one), so that these
+#: costs come with the model's load, not with the first questions.
+WARM_UP_RUNS = 3
 
 
 class _BackboneAndHead(nn.Module):
-    """``images (B, 3, H, W) normalised -> (features "0", "1", "2", "pool", objectness per level, box
-    deltas per level)``: the detector's backbone + FPN, then its RPN head on every level."""
+    """``images (B, 3, H, W) in [0, 1] -> (features "0", "1", "2", "pool", objectness per level, box
+    deltas per level)``: the detector's normalisation (``(x - mean) / std`` per channel, the operations of
+    torchvision's ``GeneralizedRCNNTransform.normalize``), its backbone + FPN, then its RPN head on every
+    level."""
 
     def __init__(self, detector: FasterRCNN) -> None:
         super().__init__()
         self.backbone = detector.backbone
         self.head = detector.rpn.head
+        transform = detector.transform
+        self.register_buffer("mean", torch.as_tensor(transform.image_mean, dtype=torch.float32)[:, None, None])
+        self.register_buffer("std", torch.as_tensor(transform.image_std, dtype=torch.float32)[:, None, None])
 
     def forward(self, images: torch.Tensor) -> tuple[dict[str, torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
-        features = self.backbone(images)
+        features = self.backbone((images - self.mean) / self.std)
         objectness, deltas = self.head(list(features.values()))
         return dict(features), objectness, deltas
 
 
 def frozen_graph(module: nn.Module, example: tuple[torch.Tensor, ...]) -> Any | None:
-    """``module`` (eval mode, CPU) traced on ``example`` inputs, frozen and optimised for inference, or None
-    where TorchScript cannot build it. The copy reads inputs of other sizes (shapes are not baked in)."""
+    """``module`` (eval mode, CPU) traced on ``example`` inputs, frozen and optimised for inference, then run
+    :data:`WARM_UP_RUNS` times on them; None where TorchScript cannot build it. The copy reads inputs of
+    other sizes (shapes are not baked in)."""
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")   # torch >= 2.9 calls torch.jit deprecated (FutureWarning)
             traced = torch.jit.trace(module, example, strict=False, check_trace=False)
-            return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+            graph = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+            for _ in range(WARM_UP_RUNS):   # TorchScript's profiling runs, with the model's load
+                graph(*example)
+            return graph
     except Exception:   # noqa: BLE001 - any failure of an optional speed-up: the eager modules are used
         return None
 
@@ -100,8 +114,7 @@ class FastDetector:
         detector = self.detector
         if self.graph is None:
             return detector(images)
-        original_sizes = [(int(image.shape[-2]), int(image.shape[-1])) for image in images]
-        batch, _ = detector.transform(images, None)
+        batch = self._batch(images)
         features, objectness, deltas = self.graph(batch.tensors)
         features = OrderedDict((k, features[k]) for k in ("0", "1", "2", "pool"))
         rpn = detector.rpn
@@ -111,7 +124,25 @@ class FastDetector:
         proposals = rpn.box_coder.decode(deltas, anchors).view(len(anchors), -1, 4)
         boxes, _ = rpn.filter_proposals(proposals, objectness, batch.image_sizes, counts)
         detections, _ = detector.roi_heads(features, boxes, batch.image_sizes, None)
-        return detector.transform.postprocess(detections, batch.image_sizes, original_sizes)
+        return detector.transform.postprocess(detections, batch.image_sizes, batch.image_sizes)
+
+    def _batch(self, images: list[torch.Tensor]) -> ImageList:
+        """The images in one zero-based batch as torchvision's transform pads them (sides rounded up to
+        ``size_divisible``), before normalisation: the padding holds the channel means, which the graph
+        normalises to exactly 0, torchvision's padding value. Sizes are the images' own (no resize)."""
+        transform = self.detector.transform
+        for image in images:
+            if image.dim() != 3 or not image.is_floating_point():
+                raise ValueError(f"images are float (C, H, W) tensors, got {image.dtype} {tuple(image.shape)}")
+        sizes = [(int(image.shape[-2]), int(image.shape[-1])) for image in images]
+        step = transform.size_divisible
+        height = -(-max(h for h, _ in sizes) // step) * step
+        width = -(-max(w for _, w in sizes) // step) * step
+        batch = images[0].new_empty((len(images), images[0].shape[0], height, width))
+        batch[:] = torch.as_tensor(transform.image_mean, dtype=batch.dtype)[:, None, None]
+        for i, (image, (h, w)) in enumerate(zip(images, sizes)):
+            batch[i, :, :h, :w].copy_(image)
+        return ImageList(batch, sizes)
 
     def _anchors_for(self, batch: Any, features: list[torch.Tensor]) -> list[torch.Tensor]:
         """The RPN's anchors (one (A, 4) tensor per image), computed once per batch shape."""
