@@ -94,6 +94,10 @@ def test_changed_weights_rebuild_the_fast_path(perception):
     assert not first.current(perception.detector)
     second = perception._fast_path()
     assert second is not first and second.current(perception.detector)
+    weight.data = weight.data.clone()   # new storage (as .to() or a swap of weights)
+    assert not second.current(perception.detector)
+    third = perception._fast_path()
+    assert third is not second and third.current(perception.detector)
     perception.detector.train()
     try:
         assert perception._fast_path() is None   # training mode: the eager modules

@@ -19,8 +19,9 @@ still apply.
 
 :func:`frozen_graph` returns None where TorchScript is unavailable (a torch without it, a model it cannot
 trace); the eager modules then run, with their own results. A frozen graph is a copy: ``current(module)``
-tells whether the module's weights changed since (training in place), so that
-:class:`~clevr_poc.perception.perceiver.Perception` never uses a stale copy.
+tells whether the module's weights changed since (training in place, ``load_state_dict``, ``.to()``, a
+direct submodule replaced), so that :class:`~clevr_poc.perception.perceiver.Perception` does not use a
+stale copy (a submodule replaced deeper than that is not noticed: make a new ``Perception``).
 """
 
 from __future__ import annotations
@@ -82,10 +83,25 @@ def frozen_graph(module: nn.Module, example: tuple[torch.Tensor, ...]) -> Any | 
         return None
 
 
-def _parameter_versions(module: nn.Module) -> tuple[int, ...]:
-    """The in-place modification counters of ``module``'s parameters and buffers (an optimizer step or
-    ``load_state_dict`` increments them)."""
-    return tuple(t._version for t in module.parameters()) + tuple(t._version for t in module.buffers())
+class _Weights:
+    """What a graph was built from: the module, its direct submodules, and each parameter and buffer
+    tensor with its in-place modification counter (an optimizer step or ``load_state_dict`` increments
+    it) and its storage (``.data =``, ``.to()`` replace it). :meth:`unchanged` checks them in about 30
+    microseconds, without walking the module tree."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+        self.children = tuple(module.children())
+        self.tensors = (*module.parameters(), *module.buffers())
+        self.state = self._state()
+
+    def _state(self) -> tuple[tuple[int, int], ...]:
+        return tuple((t._version, t.data_ptr()) for t in self.tensors)
+
+    def unchanged(self, module: Any) -> bool:
+        """Whether ``module`` is the module, in eval mode, with the same submodules and weights."""
+        return (module is self.module and not module.training and tuple(module.children()) == self.children
+                and self._state() == self.state)
 
 
 class FastDetector:
@@ -95,7 +111,7 @@ class FastDetector:
 
     def __init__(self, detector: FasterRCNN) -> None:
         self.detector = detector
-        self._versions = _parameter_versions(detector)
+        self._weights = _Weights(detector)
         self.graph = frozen_graph(_BackboneAndHead(detector).eval(), (torch.zeros(1, 3, TRACE_SIDE, TRACE_SIDE),))
         self._anchors: dict[tuple, list[torch.Tensor]] = {}
 
@@ -105,8 +121,7 @@ class FastDetector:
     def current(self, detector: Any) -> bool:
         """Whether this is ``detector``'s fast path: the same object, in eval mode, with the weights it
         was built from."""
-        return (detector is self.detector and not detector.training
-                and _parameter_versions(detector) == self._versions)
+        return self._weights.unchanged(detector)
 
     @torch.no_grad()
     def __call__(self, images: list[torch.Tensor]) -> list[dict[str, torch.Tensor]]:
@@ -161,7 +176,7 @@ class FastAttributes:
 
     def __init__(self, net: nn.Module, config: Any) -> None:
         self.net, self.config = net, config
-        self._versions = _parameter_versions(net)
+        self._weights = _Weights(net)
         example = (torch.zeros(2, 3, config.crop_size, config.crop_size),
                    torch.zeros(2, 4, config.context_height, config.context_width),
                    torch.zeros(2, NUM_GEOMETRY_FEATURES))
@@ -173,7 +188,7 @@ class FastAttributes:
     def current(self, net: Any) -> bool:
         """Whether this is ``net``'s fast path: the same object, in eval mode, with the weights it was
         built from."""
-        return net is self.net and not net.training and _parameter_versions(net) == self._versions
+        return self._weights.unchanged(net)
 
     @torch.no_grad()
     def __call__(self, crops: torch.Tensor, contexts: torch.Tensor, geometry: torch.Tensor) -> dict[str, torch.Tensor]:
