@@ -8,7 +8,9 @@ protocol (``predict_batch``), so ``evaluate`` of any model uses the machine::
 Each worker builds the model from the recipe once (weights loaded once per worker, kept for every later
 batch). Examples are routed by environment: the first time an environment is seen it goes to the worker
 with the fewest examples so far and stays there, so each environment's grounded solver (the reasoner's
-compiled program, about 0.1 s per environment and query-variable count) is built in one worker only.
+compiled program, about 20 ms per environment) is built in one worker only. With ``task_size`` a
+worker's share goes in small tasks and a worker that runs out takes the other's waiting ones (that
+environment is then grounded in both), so that no worker idles while the other finishes a batch.
 The predictions come back in the order of the examples and are those of the single-process model:
 every model here is deterministic per example (``tests/test_model_pool.py`` compares them).
 
@@ -275,7 +277,7 @@ class ModelPool:
         return list(done)
 
     def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
-        """The model's predictions of ``examples``, in order (one task per worker and call)."""
+        """The model's predictions of ``examples``, in order (tasks as :meth:`map_routed` sends them)."""
         return self.map_routed(predict_with, examples)
 
 

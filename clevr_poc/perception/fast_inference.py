@@ -7,7 +7,7 @@ size), and of the attribute network.
 
     fast = FastDetector(detector)          # detector: eval-mode torchvision FasterRCNN (models.build_detector)
     outputs = fast([image])                 # = detector([image]): [{"boxes": (D, 4), "scores": (D,), "labels": (D,)}]
-    logits = FastAttributes(net)(crops, contexts, geometry)      # = net(crops, contexts, geometry)
+    logits = FastAttributes(net, config)(crops, contexts, geometry)   # = net(crops, contexts, geometry)
 
 The outputs are those of the eager modules up to the last float bits (the folded and pre-packed
 convolutions round differently: features within about 2e-5, boxes within about 1e-4 px, attribute logits
@@ -131,7 +131,7 @@ class FastDetector:
             return detector(images)
         batch = self._batch(images)
         features, objectness, deltas = self.graph(batch.tensors)
-        features = OrderedDict((k, features[k]) for k in ("0", "1", "2", "pool"))
+        features = OrderedDict(features)   # the backbone's levels in its order ("0", "1", "2", "pool")
         rpn = detector.rpn
         anchors = self._anchors_for(batch, list(features.values()))
         counts = [o[0].shape[0] * o[0].shape[1] * o[0].shape[2] for o in objectness]
