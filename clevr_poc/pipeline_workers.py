@@ -22,6 +22,11 @@ REASONER_SETTINGS: tuple[str, ...] = ("time_limit", "rename_head", "mode", "cach
                                       "max_object_variables")
 
 
+#: Questions per worker task: a worker that runs out of questions takes the others' waiting tasks
+#: (:class:`~clevr_poc.evaluation.model_pool.ModelPool`); about 0.2 s each from pixels.
+TASK_SIZE = 4
+
+
 def pipeline_recipe(pipeline: Any) -> ModelRecipe:
     """How a worker rebuilds ``pipeline`` (its perception and parser must pickle: torch models do)."""
     state = {"class": type(pipeline), "perception": pipeline.perception, "parser": pipeline.parser,
@@ -62,7 +67,7 @@ def answer_in_workers(pipeline: Any, inputs: Sequence[Any], queries: dict[int, s
     """
     items = [replace(item, query=queries[i]) for i, item in enumerate(inputs)]
     with ModelPool(pipeline_recipe(pipeline), workers=workers, executor=executor, ray_address=ray_address,
-                   name=pipeline.name) as pool:
+                   name=pipeline.name, task_size=TASK_SIZE) as pool:
         answers = pool.map_routed(_answer_share, items, explain=explain)
     for i, answer in enumerate(answers):
         if answer is None:
@@ -75,4 +80,4 @@ def answer_in_workers(pipeline: Any, inputs: Sequence[Any], queries: dict[int, s
     return answers
 
 
-__all__ = ["REASONER_SETTINGS", "answer_in_workers", "pipeline_recipe", "rebuild_pipeline"]
+__all__ = ["REASONER_SETTINGS", "TASK_SIZE", "answer_in_workers", "pipeline_recipe", "rebuild_pipeline"]

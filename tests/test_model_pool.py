@@ -100,3 +100,56 @@ def test_answer_batch_in_worker_processes_gives_the_same_answers_and_errors():
     with pytest.raises(UnsafeProgramError) as raised:
         pipeline.answer_batch([examples[0], bad], workers=2)
     assert raised.value.__notes__ == ["in item 1"]
+
+
+class _PidModel:
+    """Module-level test model: each answer is the set {worker pid, environment id}, after a pause that
+    makes environment 5's questions slow."""
+
+    name = "pid"
+
+    def predict_batch(self, examples):
+        import os
+        import time
+
+        from clevr_poc.evaluation.report import Prediction
+
+        out = []
+        for example in examples:
+            time.sleep(0.05 if example.environment.id == 5 else 0.0)
+            out.append(Prediction(frozenset({str(os.getpid()), f"env {example.environment.id}"})))
+        return out
+
+
+def _pid_model():
+    return _PidModel()
+
+
+def test_tasks_group_environments_and_pack_small_groups():
+    from clevr_poc.evaluation.model_pool import _tasks
+
+    class Item:
+        def __init__(self, env):
+            self.environment = type("E", (), {"id": env})()
+
+    items = [Item(e) for e in (1, 1, 2, 1, 3, 1, 1, 2)]
+    assert _tasks(list(range(8)), items, None) == [list(range(8))]
+    assert _tasks(list(range(8)), items, 2) == [[0, 1], [3, 5], [6], [2, 7], [4]]
+    assert _tasks(list(range(8)), items, 3) == [[0, 1, 3], [5, 6], [2, 7, 4]]
+    assert _tasks([], items, 3) == []
+    with pytest.raises(ExecutorError, match="task_size must be a positive integer"):
+        ModelPool(ModelRecipe(gold_pipeline), workers=2, task_size=0)
+
+
+def test_idle_worker_takes_waiting_tasks_of_the_other():
+    examples = list(load_dataset(FIXTURE, "test"))
+    slow = [e for e in examples if e.environment.id == 5] * 8   # one environment: routed to one worker
+    with ModelPool(ModelRecipe(_pid_model), workers=2, task_size=1) as pool:
+        pooled = pool.predict_batch(slow)
+        assert {pool.worker_of(e) for e in slow} == {0}
+    pids = {next(v for v in p.values if not v.startswith("env")) for p in pooled}
+    assert len(pids) == 2   # both workers answered some
+    assert all("env 5" in p.values for p in pooled)
+    with ModelPool(ModelRecipe(_pid_model), workers=2) as pool:   # one task per worker: no stealing
+        pids = {next(v for v in p.values if not v.startswith("env")) for p in pool.predict_batch(slow)}
+    assert len(pids) == 1

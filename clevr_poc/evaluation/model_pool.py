@@ -8,7 +8,9 @@ protocol (``predict_batch``), so ``evaluate`` of any model uses the machine::
 Each worker builds the model from the recipe once (weights loaded once per worker, kept for every later
 batch). Examples are routed by environment: the first time an environment is seen it goes to the worker
 with the fewest examples so far and stays there, so each environment's grounded solver (the reasoner's
-compiled program, about 0.1 s per environment and query-variable count) is built in one worker only.
+compiled program, about 20 ms per environment) is built in one worker only. With ``task_size`` a
+worker's share goes in small tasks and a worker that runs out takes the other's waiting ones (that
+environment is then grounded in both), so that no worker idles while the other finishes a batch.
 The predictions come back in the order of the examples and are those of the single-process model:
 every model here is deterministic per example (``tests/test_model_pool.py`` compares them).
 
@@ -20,13 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from clevr_poc.evaluation.model_protocol import Model
 from clevr_poc.evaluation.report import Prediction
-from clevr_poc.executors import ExecutorConfig, ray_session
+from clevr_poc.executors import ExecutorConfig, ExecutorError, ray_session
 
 if TYPE_CHECKING:
     from clevr_poc.dataset_reader import Example
@@ -83,6 +86,26 @@ class _ModelActor:
         return model_name(self.model)
 
 
+def _tasks(share: list[int], items: Sequence[Any], size: int | None) -> list[list[int]]:
+    """``share`` (positions of ``items``) as tasks of at most ``size`` positions: the positions grouped by
+    environment (in order of first appearance, each group in order), each group cut into pieces of
+    ``size``, pieces packed together while they fit (None: the whole share, one task)."""
+    if not size:
+        return [share] if share else []
+    groups: dict[Any, list[int]] = {}
+    for position in share:
+        groups.setdefault(environment_key(items[position], position), []).append(position)
+    tasks: list[list[int]] = []
+    for group in groups.values():
+        for start in range(0, len(group), size):
+            piece = group[start:start + size]
+            if tasks and len(tasks[-1]) + len(piece) <= size:
+                tasks[-1].extend(piece)
+            else:
+                tasks.append(piece)
+    return tasks
+
+
 def environment_key(example: "Example", position: int) -> tuple[str, int | None]:
     """What routes an example: its environment's id (examples of one environment share a worker), else
     its position."""
@@ -101,6 +124,9 @@ class ModelPool:
         workers: worker processes (local) or Ray actors; >= 1.
         executor: ``"local"`` or ``"ray"``; ray_address: a Ray cluster (None: a local Ray instance).
         name: the model's name when the caller knows it (else asked from the first worker).
+        task_size: items per task (None: one task per worker and call, for models that batch widely,
+            e.g. CLIP); with a size, workers that run out of work take waiting tasks of the others
+            (:meth:`map_routed`): for models that answer one item at a time (NS-VQA from pixels).
 
     Use it as a context manager (or call :meth:`close`): the workers start on the first batch and
     stop on exit. Raises :class:`~clevr_poc.executors.ExecutorError` for bad settings; an exception
@@ -108,8 +134,11 @@ class ModelPool:
     """
 
     def __init__(self, recipe: ModelRecipe, *, workers: int, executor: str = "local",
-                 ray_address: str | None = None, name: str | None = None) -> None:
+                 ray_address: str | None = None, name: str | None = None, task_size: int | None = None) -> None:
         self.config = ExecutorConfig(workers, executor, ray_address)
+        if task_size is not None and (isinstance(task_size, bool) or not isinstance(task_size, int) or task_size < 1):
+            raise ExecutorError(f"task_size must be a positive integer or None, not {task_size!r}")
+        self.task_size = task_size
         self.recipe = recipe
         self._workers: list[Any] = []
         self._stack = contextlib.ExitStack()
@@ -195,7 +224,12 @@ class ModelPool:
 
     def map_routed(self, func: Callable[..., list[Any]], items: Sequence[Any], **kwargs: Any) -> list[Any]:
         """``func(model, share, **kwargs)`` (a module-level function returning one result per item) on each
-        worker's share of ``items`` (routed by environment); the results in the order of ``items``."""
+        worker's share of ``items`` (routed by environment); the results in the order of ``items``.
+
+        With ``task_size`` each share goes in tasks of at most that many items (an environment's items
+        together where they fit), at most two in flight per worker; a worker whose own tasks are done takes
+        the last waiting task of the worker with the most left (its environment is then grounded there
+        too), so that both stay busy to the end of the call."""
         items = list(items)
         self._start()
         shares: list[list[int]] = [[] for _ in self._workers]
@@ -203,20 +237,47 @@ class ModelPool:
             worker = self.worker_of(item, position)
             self._load[worker] += 1
             shares[worker].append(position)
-        handles = [(positions, self._submit(w, func, [items[p] for p in positions], kwargs))
-                   for w, positions in enumerate(shares) if positions]
+        queues = [deque(_tasks(share, items, self.task_size)) for share in shares]
         out: list[Any] = [None] * len(items)
-        for positions, handle in handles:
-            results = self._result(handle)
-            if len(results) != len(positions):
-                raise RuntimeError(f"{getattr(func, '__name__', func)} returned {len(results)} results for "
-                                   f"{len(positions)} items")
-            for position, result in zip(positions, results):
-                out[position] = result
+        running: dict[Any, list[int]] = {}
+        in_flight = [0] * len(self._workers)
+        owner: dict[Any, int] = {}
+        depth = 2 if self.task_size else 1   # tasks in flight per worker
+        while running or any(queues):
+            for worker in range(len(self._workers)):
+                while in_flight[worker] < depth:
+                    source = worker
+                    if not queues[worker] and self.task_size:   # steal the others' last waiting task
+                        source = max(range(len(queues)), key=lambda w: len(queues[w]))
+                    if not queues[source]:
+                        break
+                    positions = queues[source].popleft() if source == worker else queues[source].pop()
+                    handle = self._submit(worker, func, [items[p] for p in positions], kwargs)
+                    running[handle], owner[handle] = positions, worker
+                    in_flight[worker] += 1
+            for handle in self._finished(list(running)):
+                positions, worker = running.pop(handle), owner.pop(handle)
+                in_flight[worker] -= 1
+                results = self._result(handle)
+                if len(results) != len(positions):
+                    raise RuntimeError(f"{getattr(func, '__name__', func)} returned {len(results)} results for "
+                                       f"{len(positions)} items")
+                for position, result in zip(positions, results):
+                    out[position] = result
         return out
 
+    def _finished(self, handles: list[Any]) -> list[Any]:
+        """The handles among ``handles`` that are done (waiting for at least one)."""
+        if self.config.executor == "ray":
+            import ray
+
+            done, _ = ray.wait(handles, num_returns=1)
+            return done
+        done, _ = wait(handles, return_when=FIRST_COMPLETED)
+        return list(done)
+
     def predict_batch(self, examples: Sequence[Any]) -> list[Any]:
-        """The model's predictions of ``examples``, in order (one task per worker and call)."""
+        """The model's predictions of ``examples``, in order (tasks as :meth:`map_routed` sends them)."""
         return self.map_routed(predict_with, examples)
 
 

@@ -39,6 +39,7 @@ from clevr_poc.perception import box_geometry as geo
 from clevr_poc.perception.cameras import FALLBACK_PRESET, CameraSpec, as_camera, resolve_camera
 from clevr_poc.image_files import as_rgb_array
 from clevr_poc.perception.devices import DEFAULT_DEVICE, resolve_device
+from clevr_poc.perception.fast_inference import FastAttributes, FastDetector
 from clevr_poc.perception.decoding import DecodedScene, ObjectCandidate, argmax_decode, constraint_decode
 from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, DEFAULT_MIN_RATIO, ranked_decode
 from clevr_poc.perception.models import AttributeNet, ModelConfig, attribute_inputs, build_detector, context_images
@@ -94,6 +95,9 @@ class Perception:
         decode_time_limit: seconds for clingo per image.
         metadata: training metadata of the model file.
         device: torch device of both networks (``"auto"``: CUDA when present, else CPU; :mod:`.devices`).
+        fast_inference: on the CPU, run both networks as frozen, BatchNorm-folded graphs
+            (:mod:`.fast_inference`: the detector x1.2 faster, the attribute network x1.4; the same
+            outputs up to the last float bits); False: the eager modules.
 
     Raises:
         DeviceError: a device this machine does not have.
@@ -103,9 +107,13 @@ class Perception:
                  position_sigma: float = 0.3, score_threshold: float = DEFAULT_SCORE_THRESHOLD,
                  candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD,
                  weak_candidate_threshold: float = DEFAULT_WEAK_CANDIDATE_THRESHOLD, decode_time_limit: float = 10.0,
-                 metadata: dict[str, Any] | None = None, device: str | torch.device = DEFAULT_DEVICE) -> None:
+                 metadata: dict[str, Any] | None = None, device: str | torch.device = DEFAULT_DEVICE,
+                 fast_inference: bool = True) -> None:
         self.device = resolve_device(device)
         self.detector = detector.to(self.device).eval()
+        self.fast_inference = bool(fast_inference)
+        self._fast: FastDetector | None = None
+        self._fast_attributes: FastAttributes | None = None
         self.attributes = attributes.to(self.device).eval()
         self.config = config
         self.position_sigma = float(position_sigma)
@@ -114,6 +122,7 @@ class Perception:
         self.weak_candidate_threshold = float(weak_candidate_threshold)
         self.decode_time_limit = float(decode_time_limit)
         self.metadata = dict(metadata or {})
+        self._fast_path(), self._fast_attribute_path()   # built now, with the model, not on the first image
         # the last image's detections: (image array, camera, detections); see _detect
         self._last_detections: tuple[np.ndarray, Camera, tuple[Detection, ...]] | None = None
 
@@ -184,11 +193,44 @@ class Perception:
         self._last_detections = (np.array(array, copy=True), cam, tuple(detections))
         return detections
 
+    def _fast_applies(self, module: Any, kind: type) -> bool:
+        return (getattr(self, "fast_inference", False) and self.device.type == "cpu" and isinstance(module, kind)
+                and not module.training)
+
+    def _fast_path(self) -> FastDetector | None:
+        """The detector's :class:`~.fast_inference.FastDetector` when it applies (``fast_inference``, the
+        CPU, a torchvision Faster R-CNN in eval mode), rebuilt when the detector or its weights changed."""
+        from torchvision.models.detection import FasterRCNN
+
+        detector, fast = self.detector, getattr(self, "_fast", None)
+        if not self._fast_applies(detector, FasterRCNN):
+            return None
+        if fast is None or not fast.current(detector):
+            fast = self._fast = FastDetector(detector)
+        return fast
+
+    def _fast_attribute_path(self) -> FastAttributes | None:
+        """The attribute network's :class:`~.fast_inference.FastAttributes`, as :meth:`_fast_path`."""
+        net, fast = self.attributes, getattr(self, "_fast_attributes", None)
+        if not self._fast_applies(net, AttributeNet):
+            return None
+        if fast is None or not fast.current(net):
+            fast = self._fast_attributes = FastAttributes(net, self.config)
+        return fast
+
+    @torch.no_grad()
+    def detector_outputs(self, images: list[torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+        """``self.detector(images)`` (float (3, H, W) images in [0, 1] on :attr:`device`), through the fast
+        path where it applies (:meth:`_fast_path`): per image ``{"boxes": (D, 4), "scores": (D,),
+        "labels": (D,)}``, by descending score."""
+        fast = self._fast_path()
+        return fast(images) if fast is not None else self.detector(images)
+
     @torch.no_grad()
     def _run_networks(self, array: np.ndarray, cam: Camera) -> list[Detection]:
         """:meth:`_detect` without the cache: the detector, then the attribute network on its boxes."""
         tensor = torch.from_numpy(array).to(self.device).permute(2, 0, 1).float().div_(255.0)
-        output = self.detector([tensor])[0]
+        output = self.detector_outputs([tensor])[0]
         threshold = min(self.candidate_threshold, self.score_threshold, self.weak_candidate_threshold)
         keep = output["scores"] >= threshold
         boxes, scores = output["boxes"][keep], output["scores"][keep].cpu()
@@ -199,7 +241,8 @@ class Perception:
                                            torch.zeros(len(boxes), dtype=torch.long, device=self.device), boxes,
                                            self.config)
         features = torch.from_numpy(np.stack([geo.box_features(b, cam) for b in boxes.tolist()])).to(self.device)
-        out = {k: v.cpu() for k, v in self.attributes(crops, contexts, features).items()}
+        attributes = self._fast_attribute_path() or self.attributes
+        out = {k: v.cpu() for k, v in attributes(crops, contexts, features).items()}
         probs = {a: torch.softmax(out[a], dim=1).numpy().astype(float) for a in domain.ATTRIBUTES}
         detections = []
         for k, box in enumerate(boxes.cpu().tolist()):
