@@ -47,9 +47,13 @@ MIN_SLOTS = 2
 #: questions 4), so one grounding (about 17 ms) serves every question of an environment; a question with
 #: fewer variables solves about 0.1 ms slower on it than on a program of its own size (issue 27).
 FIRST_SLOTS = 4
-#: Questions of one size an environment answers on a larger program before it grounds one of that size
-#: (about 170 such questions repay a grounding; evaluation sets have about 8 questions per environment).
-OWN_PROGRAM_AFTER = 64
+#: Questions of one size an environment answers on a larger program before it grounds one of that size.
+#: Evaluation sets have about 8 questions per environment, so they stay on the first program; an
+#: environment asked many questions (a benchmark, a long session) gets exact-size programs soon: on
+#: ``benchmarks/reasoner.py`` (60 questions per environment) 64 left the warm figure 1.4x slower than
+#: exact programs (907-1,043 against 1,437-1,495 questions/s in one run, load 3), as a borrowed program
+#: costs about 0.3 ms more per question (issue 27).
+OWN_PROGRAM_AFTER = 16
 #: Query texts whose checked value (and compiled form) a Reasoner keeps (LRU): a dataset's questions are
 #: answered again and again (evaluation runs, benchmarks) and the same text always gives the same value.
 QUERY_CACHE_SIZE = 4096
