@@ -85,7 +85,8 @@ def check_checkpoints(path_or_name: str | os.PathLike[str] | None = None, *, sce
     """The checkpoint folders :meth:`Pipeline.from_pretrained` would load, checked (nothing is loaded).
 
     Returns:
-        ``{"perception": folder, "parser_bilstm": folder}``, only the parts the settings need.
+        ``{"perception": folder, "parser_bilstm": folder}``, only the parts the settings need (a
+        ``perception_path`` that is a file, the model file itself, is returned as it is).
 
     Raises:
         PipelineError: an unknown ``scene_source`` or ``parser``.
@@ -101,8 +102,11 @@ def check_checkpoints(path_or_name: str | os.PathLike[str] | None = None, *, sce
     if scene_source == "perception":
         if perception_path is None and not root.is_dir():
             raise CheckpointNotFoundError("models folder", root, _HOW_TO_GET[PERCEPTION_DIR])
-        found[PERCEPTION_DIR] = _checkpoint(Path(perception_path) if perception_path else root / PERCEPTION_DIR,
-                                            PERCEPTION_DIR, PERCEPTION_FILES)
+        chosen = Path(perception_path) if perception_path else root / PERCEPTION_DIR
+        if perception_path and chosen.is_file():   # the model file itself, as Perception.from_pretrained reads it
+            found[PERCEPTION_DIR] = chosen
+        else:
+            found[PERCEPTION_DIR] = _checkpoint(chosen, PERCEPTION_DIR, PERCEPTION_FILES)
     if parser == "bilstm":
         if parser_path is None and not root.is_dir():
             raise CheckpointNotFoundError("models folder", root, _HOW_TO_GET[PARSER_DIR])

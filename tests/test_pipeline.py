@@ -204,6 +204,25 @@ def test_missing_checkpoints_name_the_path_and_how_to_get_them(tmp_path):
     assert check_checkpoints(tmp_path / "nothing", scene_source="given", parser="given") == {}
 
 
+def test_perception_path_may_name_the_model_file(tmp_path):
+    model_file = ROOT / "models" / "perception" / "perception.pt"
+    found = check_checkpoints(perception_path=model_file, parser="given")
+    assert found == {"perception": model_file}
+    with pytest.raises(CheckpointNotFoundError, match="perception checkpoint folder"):
+        check_checkpoints(perception_path=tmp_path / "missing.pt", parser="given")
+
+
+def test_failed_evaluate_removes_the_out_folder_it_created(tmp_path, capsys):
+    from clevr_poc.commands.main import main
+
+    out = tmp_path / "report"
+    bad = tmp_path / "predictions.json"
+    bad.write_text("not json")
+    assert main(["evaluate", "--dataset", str(ROOT / "tests" / "fixtures" / "perception" / "dataset"), "--split",
+                 "test", "--predictions", str(bad), "--out", str(out)]) == 1
+    assert "invalid JSON" in capsys.readouterr().err and not out.exists()
+
+
 def test_models_folder_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("CLEVR_POC_MODELS", str(tmp_path))
     assert default_models_dir() == tmp_path

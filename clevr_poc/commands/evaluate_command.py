@@ -46,8 +46,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from clevr_poc import limits
 from clevr_poc.commands.shared import (
     Subparsers, add_command, check_output_file, check_output_folder, int_between, positive_int,
-    remove_stale_output_temps,
-    split_examples, worker_count,
+    remove_stale_output_temps, split_examples, with_checked_outputs, worker_count,
 )
 from clevr_poc._io import read_json
 from clevr_poc.errors import FormatError
@@ -86,7 +85,7 @@ predictions file: {"CLEVR_test_000000.png": ["small", "medium"], "CLEVR_test_000
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
-    """Register the ``evaluate`` sub-command (sets ``func=run``)."""
+    """Register the ``evaluate`` sub-command (sets ``func=run_leaving_no_empty_out``)."""
     parser = add_command(
         subparsers,
         "evaluate",
@@ -177,7 +176,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "with a clip-* model: the trained checkpoint folder (required)")
     parser.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     parser.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run_leaving_no_empty_out)
     return parser
 
 
@@ -356,6 +355,12 @@ def _image_failures(args: argparse.Namespace, examples: list[Any]) -> dict[int, 
     for cause in failures.values():
         print(f"image failure (scored as a failure): {cause}")
     return failures
+
+
+def run_leaving_no_empty_out(args: argparse.Namespace) -> int | None:
+    """:func:`run`, removing the ``--out`` folder it created when the run fails before writing into it
+    (:func:`~clevr_poc.commands.shared.with_checked_outputs`): a bad input leaves nothing behind."""
+    return with_checked_outputs(run, args, folders=("out",))()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,8 @@ examples::
     python -m clevr_poc.perception train-answers --dataset v1data --init models/perception --out runs/answers \
         --steps 100 --batch 8 --k 16                 # no scene labels: (image, environment, question, answer)
     python -m clevr_poc.perception evaluate --dataset v1data --checkpoint models/perception --split test --json
-    python -m clevr_poc.perception evaluate --dataset official-release/output --split testing --camera official
+    python -m clevr_poc.perception evaluate --dataset official-release/output --checkpoint models/perception \
+        --split testing --camera official
 """
 
 from __future__ import annotations
