@@ -56,6 +56,35 @@ def test_bounds_bracket_the_ray_cast_counts_on_random_layouts():
     assert checked > 300 and tight > 0.8 * checked  # brackets, and mostly close ones
 
 
+def test_lower_bounds_equal_the_object_by_object_reference():
+    """The vectorised lower bound gives the very numbers of the per-object code it replaced, from both kinds
+    of silhouette, with and without the early stop at ``min_pixels``."""
+    from pixel_bounds_reference import lower_bounds_reference
+
+    compared = 0
+    for env in range(3):
+        sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 11, env), env_id=env))
+        rng = random.Random(100 + env)
+        done = 0
+        while done < 10:
+            try:
+                scene = place_objects(sampler.sample(rng), rng).scene
+            except PlacementError:
+                continue
+            done += 1
+            camera = scene_camera(rng.getrandbits(32))
+            meshes = scene_meshes(scene)
+            shown = range(len(meshes))
+            for found in (silhouettes(meshes, camera, shown),
+                          vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
+                for min_pixels in (None, 40):
+                    new = lower_bounds(found, camera, len(meshes), shown, min_pixels)
+                    old = lower_bounds_reference(found, camera, len(meshes), shown, min_pixels)
+                    assert new == old
+                    compared += 1
+    assert compared == 3 * 10 * 2 * 2
+
+
 def _points(scene):
     inner, outer = scene_bound_points(scene)
     return inner, outer

@@ -130,7 +130,7 @@ def boxes_meet(a, b, margin: float = 1.0) -> bool:
 
 def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None = None) -> list[int]:
     """:func:`visible_pixel_bounds` from the :func:`silhouettes` ``found``: the same numbers as
-    :func:`_lower_bounds_reference` (tested), with the inner polygons' row intervals of all objects and the
+    the object-by-object code before it (``tests/pixel_bounds_reference.py``, tested equal), with the inner polygons' row intervals of all objects and the
     outer polygons' of all occluders each computed in one pass of array operations (the very float
     operations of :func:`_inner_rows` and :func:`_outer_rows`, row by row; issue 27: the per-object
     calls on small arrays were most of the bound's time)."""
@@ -258,59 +258,6 @@ def _visible_in_rows(found: dict, k: int, shown, j0: int, first, last) -> int:
     olo, ohi = _outer_rows(_DIRECTIONS, np.array(occluders)[:, None, :], v)   # (occluders, rows) each
     mask &= ~((centres >= olo[..., None]) & (centres <= ohi[..., None])).any(axis=0)
     return int(mask.sum())
-
-
-def _lower_bounds_reference(silhouettes: dict, camera, count: int, shown, min_pixels: int | None = None
-                            ) -> list[int]:
-    """:func:`lower_bounds` object by object (the code before issue 27's second round; kept for the test)."""
-    directions = _DIRECTIONS
-    H, W = camera.height, camera.width
-    bounds = [0] * count
-    for k in shown:
-        inner, _, _, far = silhouettes[k]
-        if len(inner) < 3:
-            if min_pixels is not None:
-                return bounds
-            continue
-        j0 = max(int(math.floor(inner[:, 1].min())), 0)
-        j1 = min(int(math.ceil(inner[:, 1].max())) + 1, H)
-        if j0 >= j1:
-            if min_pixels is not None:
-                return bounds
-            continue
-        v = np.arange(j0, j1) + 0.5                     # pixel-centre rows
-        lo, hi = _inner_rows(inner, v)
-        first = np.maximum(np.floor(lo - 0.5) + 1, 0).astype(np.int64)       # i + 0.5 > lo
-        last = np.minimum(np.ceil(hi - 0.5) - 1, W - 1).astype(np.int64)     # i + 0.5 < hi
-        rows = last >= first
-        if not rows.any():
-            if min_pixels is not None:
-                return bounds
-            continue
-        v, first, last = v[rows], first[rows], last[rows]
-        i0, i1 = int(first.min()), int(last.max()) + 1
-        centres = mask = None  # built when an object may cover some of these pixels
-        u_lo, u_hi, v_lo, v_hi = i0, i1, v[0] - 0.5, v[-1] + 0.5
-        for j in shown:
-            if j == k:
-                continue
-            _, support_j, near_j, _ = silhouettes[j]
-            if far + _MARGIN < near_j:                  # j is behind k on every ray
-                continue
-            # j's bounding box (directions 0, pi/2, pi, 3pi/2) misses k's rows and columns
-            if (support_j[0] < u_lo - 1 or -support_j[_HALF] > u_hi + 1 or support_j[_QUARTER] < v_lo - 1
-                    or -support_j[3 * _QUARTER] > v_hi + 1):
-                continue
-            if mask is None:
-                centres = np.arange(i0, i1) + 0.5
-                mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
-            olo, ohi = _outer_rows(directions, support_j, v)
-            mask &= ~((centres[None, :] >= olo[:, None]) & (centres[None, :] <= ohi[:, None]))
-        # no such object: the row intervals' lengths (the mask's count)
-        bounds[k] = int((last - first + 1).sum()) if mask is None else int(mask.sum())
-        if min_pixels is not None and bounds[k] < min_pixels:
-            return bounds
-    return bounds
 
 
 def _inner_rows(polygon, v):
