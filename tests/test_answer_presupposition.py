@@ -198,3 +198,13 @@ def perception_model():
     from clevr_poc.perception import Perception
 
     return Perception.from_pretrained(Path(__file__).resolve().parent.parent / "models" / "perception", device="cpu")
+
+
+@pytest.mark.parametrize("field, value", [("weak_candidate_threshold", -0.1), ("candidate_threshold", 1.5),
+                                          ("score_threshold", "high"), ("weak_candidate_threshold", True)])
+def test_perception_thresholds_are_scores(field, value):
+    from clevr_poc.perception import Perception
+
+    with pytest.raises(FormatError, match=f"field {field}.*score in \\[0, 1\\]"):
+        Perception.from_pretrained(Path(__file__).resolve().parent.parent / "models" / "perception", device="cpu",
+                                   **{field: value})

@@ -79,6 +79,21 @@ class Detection:
     offset: tuple[float, float]
 
 
+def _probability(field: str, value: Any) -> float:
+    """``value`` as a detection score threshold in [0, 1].
+
+    Raises:
+        FormatError: not a number in [0, 1] (naming the field and the value).
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not 0.0 <= number <= 1.0:
+        raise FormatError("must be a detection score in [0, 1]", field=field, value=value)
+    return number
+
+
 class Perception:
     """The perception pipeline.
 
@@ -101,6 +116,7 @@ class Perception:
 
     Raises:
         DeviceError: a device this machine does not have.
+        FormatError: a threshold that is not a score in [0, 1].
     """
 
     def __init__(self, detector: torch.nn.Module, attributes: AttributeNet, config: ModelConfig, *,
@@ -117,9 +133,9 @@ class Perception:
         self.attributes = attributes.to(self.device).eval()
         self.config = config
         self.position_sigma = float(position_sigma)
-        self.score_threshold = float(score_threshold)
-        self.candidate_threshold = float(candidate_threshold)
-        self.weak_candidate_threshold = float(weak_candidate_threshold)
+        self.score_threshold = _probability("score_threshold", score_threshold)
+        self.candidate_threshold = _probability("candidate_threshold", candidate_threshold)
+        self.weak_candidate_threshold = _probability("weak_candidate_threshold", weak_candidate_threshold)
         self.decode_time_limit = float(decode_time_limit)
         self.metadata = dict(metadata or {})
         self._fast_path(), self._fast_attribute_path()   # built now, with the model, not on the first image
