@@ -24,16 +24,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reasoner import build_inputs  # noqa: E402  (benchmarks/reasoner.py)
 
 from clevr_poc.reasoning import Reasoner  # noqa: E402
-from clevr_poc.reasoning import sanitizer as current_sanitizer  # noqa: E402
+from clevr_poc.queries import sanitizer as current_sanitizer  # noqa: E402
 
 
 def baseline_modules(commit: str):
     """``(sanitizer, reasoner)`` modules of ``commit``."""
     root = Path(__file__).resolve().parent.parent
 
-    def source(path: str) -> str:
-        return subprocess.run(["git", "-C", str(root), "show", f"{commit}:{path}"], capture_output=True, text=True,
-                              check=True).stdout
+    def source(*paths: str) -> str:  # the first of ``paths`` that exists in ``commit`` (modules moved)
+        for path in paths:
+            done = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{path}"], capture_output=True, text=True)
+            if done.returncode == 0:
+                return done.stdout
+        raise SystemExit(f"{commit} has none of {paths}")
 
     def load(name: str, text: str):
         module = types.ModuleType(name)
@@ -43,12 +46,14 @@ def baseline_modules(commit: str):
         return module
 
     def rebased(text: str) -> str:  # the baseline's own modules, not this checkout's
-        for module in ("sanitizer", "watchdog", "compiled"):
-            text = text.replace(f"from clevr_poc.reasoning.{module} import", f"from baseline_{module} import")
+        for package in ("reasoning", "queries", "solver"):
+            for module in ("sanitizer", "watchdog", "compiled"):
+                text = text.replace(f"from clevr_poc.{package}.{module} import", f"from baseline_{module} import")
         return text
 
-    sanitizer = load("baseline_sanitizer", source("clevr_poc/reasoning/sanitizer.py"))
-    load("baseline_watchdog", source("clevr_poc/reasoning/watchdog.py"))  # clevr_poc/solver/ since issue 16
+    # sanitizer: clevr_poc/queries/ since the typed-seams refactoring; watchdog: clevr_poc/solver/ since issue 16
+    sanitizer = load("baseline_sanitizer", source("clevr_poc/queries/sanitizer.py", "clevr_poc/reasoning/sanitizer.py"))
+    load("baseline_watchdog", source("clevr_poc/solver/watchdog.py", "clevr_poc/reasoning/watchdog.py"))
     load("baseline_compiled", rebased(source("clevr_poc/reasoning/compiled.py")))
     reasoner = load("baseline_reasoner", rebased(source("clevr_poc/reasoning/reasoner.py")))
     return sanitizer, reasoner
