@@ -219,7 +219,8 @@ class QuestionGenerator:
         # object's other three attributes and its region: if those already fill the domain, give up now
         position = CANDIDATE_FIELD[attribute]
         others = itemgetter(*(i for i in range(5) if i != position))
-        floor = {c[position] for c in candidates if others(c) == others(truth)}
+        shared = others(truth)
+        floor = {c[position] for c in candidates if others(c) == shared}
         if len(floor) >= len(domain.DOMAINS[attribute]):
             self.rejections["hopeless"] += 1
             return None
