@@ -53,6 +53,13 @@ class ImageFileError(FormatError):
     or outside the size caps. ``source`` names the file (or where the image came from)."""
 
 
+def require_pillow() -> None:
+    """Raise :class:`ImageFileError` (``reading images needs Pillow: ...``) when Pillow is not installed:
+    for callers that check many images, so that a missing dependency is reported once as itself and not
+    as a problem of every file."""
+    _pil()
+
+
 def _pil() -> Any:
     try:
         from PIL import Image

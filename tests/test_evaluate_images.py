@@ -58,9 +58,25 @@ def test_allow_missing_images_makes_each_bad_image_a_reported_failure(release, t
     assert len(failures) == 2
     assert f"{images / 'CLEVR_000000.png'}: the image is not rendered" in failures[0]
     assert f"{images / 'CLEVR_000001.png'}: cannot read the image" in failures[1]
-    assert "parse failures: 2 of 3 (scored as wrong)" in out
+    assert "parse failures: 2 of 3 (2 of them unreadable images, scored as wrong)" in out
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert report["extra"]["image_failures"] == 2
+    assert report["image_failures"] == 2 and report["parse_failures"] == 2
     errors = [example.get("error") or "" for example in report["examples"]]
     assert errors[0] == failures[0].replace("image failure (scored as a failure): ", "image: ")
     assert errors[1].startswith(f"image: {images / 'CLEVR_000001.png'}: cannot read the image") and errors[2] == ""
+
+
+def test_without_pillow_the_image_check_says_so_once_and_does_not_offer_allow_missing_images(release, monkeypatch):
+    """A missing dependency is not a problem of each file: no "--allow-missing-images" hint, with or without it."""
+    import sys
+
+    from clevr_poc.dataset_reader import load_dataset
+    from clevr_poc.evaluation.image_checks import check_images
+    from clevr_poc.image_files import ImageFileError
+
+    examples = list(load_dataset(release, "testing"))[:2]
+    monkeypatch.setitem(sys.modules, "PIL", None)  # "import PIL" now raises ImportError
+    for allow in (False, True):
+        with pytest.raises(ImageFileError) as caught:
+            check_images(examples, release, allow_missing=allow)
+        assert str(caught.value) == "reading images needs Pillow: pip install 'clevr-poc[vision]'"

@@ -413,8 +413,6 @@ def run(args: argparse.Namespace) -> int:
         extra = {**report.extra, "seconds": round(run.seconds, 3), "seconds_per_question": run.seconds_per_question}
         if run.cached:
             extra["from_checkpoint"] = run.cached
-        if image_failures is not None:
-            extra["image_failures"] = len(image_failures)
         if args.model == "ns-vqa" and args.query != "gold":
             accuracy = program_accuracy(report, examples)
             extra["program_accuracy"] = accuracy.to_json()
@@ -432,7 +430,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}")
-    print(f"parse failures: {report.parse_failures} of {report.n} (scored as "
+    images = (f"{report.image_failures} of them unreadable images, " if report.image_failures else "")
+    print(f"parse failures: {report.parse_failures} of {report.n} ({images}scored as "
           f"{'wrong' if args.parse_failures == 'wrong' else 'excluded'})")
     print(json.dumps(report.summary()))
     return 0

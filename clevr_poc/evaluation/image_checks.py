@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from clevr_poc.evaluation.evaluator import model_name
 from clevr_poc.evaluation.model_protocol import Model
-from clevr_poc.evaluation.report import Prediction
-from clevr_poc.image_files import ImageFileError, read_rgb
+from clevr_poc.evaluation.report import IMAGE_FAILURE_PREFIX, Prediction
+from clevr_poc.image_files import ImageFileError, read_rgb, require_pillow
 
 if TYPE_CHECKING:
     from clevr_poc.dataset_reader import Example
@@ -54,8 +54,11 @@ def check_images(examples: Sequence["Example"], dataset: str | os.PathLike[str],
     """``id(example) -> cause`` of every example whose image cannot be read.
 
     Raises:
-        ImageFileError: the first such image when not ``allow_missing`` (the message names the file).
+        ImageFileError: the first such image when not ``allow_missing`` (the message names the file);
+            Pillow not installed (whatever ``allow_missing``: no image could be read).
     """
+    if examples:
+        require_pillow()
     failures: dict[int, str] = {}
     for example in examples:
         problem = image_problem(example, dataset)
@@ -83,5 +86,5 @@ class ImageCheckedModel:
         if len(outputs) != len(todo):  # the evaluator reports the model's wrong count
             return outputs
         answered = iter(outputs)
-        return [Prediction(None, f"image: {self.failures[id(e)]}") if id(e) in self.failures else next(answered)
+        return [Prediction(None, IMAGE_FAILURE_PREFIX + self.failures[id(e)]) if id(e) in self.failures else next(answered)
                 for e in examples]

@@ -43,6 +43,9 @@ BREAKDOWNS: tuple[str, ...] = ("attribute", "family", "template", "num_objects",
 PARSE_FAILURE_POLICIES: tuple[str, ...] = ("wrong", "exclude")
 #: Group name used when an example lacks the information a breakdown needs.
 UNKNOWN = "unknown"
+#: Start of :attr:`Prediction.error` for a question whose image could not be read
+#: (:mod:`clevr_poc.evaluation.image_checks`).
+IMAGE_FAILURE_PREFIX = "image: "
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,12 @@ class EvaluationReport:
     def parse_failure_rate(self) -> float:
         return self.parse_failures / self.n if self.n else 0.0
 
+    @property
+    def image_failures(self) -> int:
+        """Of :attr:`parse_failures`, the examples whose image could not be read (``evaluate
+        --allow-missing-images``: :attr:`Prediction.error` starts with ``"image:"``); the model never saw them."""
+        return sum(1 for r in self.results if not r.parsed and (r.error or "").startswith(IMAGE_FAILURE_PREFIX))
+
     def failure_reasons(self) -> dict[str, int]:
         """Parse-failure reasons (:attr:`Prediction.error`, or ``"unparseable"``) -> count, most common first."""
         counts: dict[str, int] = {}
@@ -287,7 +296,7 @@ class EvaluationReport:
         data: dict[str, Any] = {
             "model": self.model, "split": self.split, **self.summary(),
             "parse_failures": self.parse_failures, "parse_failure_rate": self.parse_failure_rate,
-            "parse_failure_policy": self.parse_failure_policy,
+            "parse_failure_policy": self.parse_failure_policy, "image_failures": self.image_failures,
             "failure_reasons": self.failure_reasons(),
             "breakdowns": {name: {g: s.to_json() for g, s in groups.items()}
                            for name, groups in self.breakdowns().items()},
