@@ -147,8 +147,13 @@ def test_train_parser_on_a_dataset_without_train_split_says_how_to_make_one(demo
     (["--environments", "99999999999999999999"], "--environments: 99,999,999,999,999,999,999 is over"),
     (["--environments", "900", "--questions", "5000"], "--environments x --questions"),
     (["--samples", "100000000"], "100,000,000 is over"),
+    # the words of generate for the same bad counts
+    (["--environments", "0"], "error: --environments: must be >= 1, got 0"),
+    (["--questions", "abc"], "error: --questions: expected an integer, got 'abc'"),
+    (["--seed", "1.5"], "error: --seed: expected an integer, got '1.5'"),
 ])
 def test_demo_checks_every_setting_before_any_work(argv, names, tmp_path, capsys):
+    """Every setting is checked before the plan is printed or anything written, with one line naming it."""
     out = tmp_path / "demo"
     status, stdout, stderr = _cli(["demo", "--out", str(out), *argv], capsys)
     assert status == 1

@@ -76,11 +76,11 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", default="clevr-poc-demo", metavar="DIR",
                         help="output folder: dataset/ and report/ (default: %(default)s; a rerun resumes)")
-    parser.add_argument("--environments", type=int, default=8, metavar="E", help="environments (default: 8)")
-    parser.add_argument("--questions", type=int, default=10, metavar="Q",
+    parser.add_argument("--environments", default=8, metavar="E", help="environments (default: 8)")
+    parser.add_argument("--questions", default=10, metavar="Q",
                         help="questions (= scenes = images) per environment (default: 10)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of generation and rendering (default: 0)")
-    parser.add_argument("--samples", type=int, default=8, metavar="N",
+    parser.add_argument("--seed", default=0, help="random seed of generation and rendering (default: 0)")
+    parser.add_argument("--samples", default=8, metavar="N",
                         help="render samples per pixel (default: 8; Cycles + denoiser)")
     parser.add_argument("--assets", default=None, metavar="DATA_DIR",
                         help="render with the official image generator's data/ folder (base_scene.blend, shapes/, "
@@ -116,12 +116,6 @@ def check_requirements() -> None:
                         "pip install '.[demo]'")
 
 
-def _positive(value: int, option: str) -> int:
-    if value < 1:
-        raise FormatError("must be a positive integer", field=option, value=value)
-    return value
-
-
 # ====================================================================== scoring helpers
 def attribute_table(reports: Mapping[str, EvaluationReport]) -> str:
     """Table-2 layout with rows = query attribute (``all`` first), columns = models."""
@@ -153,8 +147,11 @@ def check_settings(args: argparse.Namespace) -> None:
     from clevr_poc import limits
     from clevr_poc.generation.dataset_config import check_generation_caps
 
-    for option in ("environments", "questions", "samples"):
-        _positive(getattr(args, option), f"--{option}")
+    from clevr_poc.commands.shared import integer_setting
+
+    for option in ("environments", "questions", "samples"):  # the words of generate for the same values
+        setattr(args, option, integer_setting(getattr(args, option), f"--{option}", 1))
+    args.seed = integer_setting(args.seed, "--seed")
     check_generation_caps(args.environments, args.questions, flags=("--environments", "--questions"))
     if args.samples > limits.cap("samples"):
         raise FormatError(f"{args.samples:,} is over {limits.describe('samples')}", field="--samples")

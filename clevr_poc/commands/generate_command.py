@@ -89,22 +89,6 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 GENERATE_MODULES: tuple[str, ...] = ("tqdm", "matplotlib", "scipy")
 
 
-def _integer(text: str, option: str, minimum: int | None = None, cap: str | None = None) -> int:
-    """``text`` as an integer >= ``minimum`` and <= the cap ``cap`` of :mod:`clevr_poc.limits`."""
-    from clevr_poc import limits
-    from clevr_poc.generation.dataset_config import DatasetConfigError
-
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise DatasetConfigError(f"{option}: expected an integer, got {text[:40]!r}") from None
-    if minimum is not None and value < minimum:
-        raise DatasetConfigError(f"{option}: must be >= {minimum}, got {value}")
-    if cap is not None and value > limits.cap(cap):
-        raise DatasetConfigError(f"{option}: {value:,} is over {limits.describe(cap)}")
-    return value
-
-
 def _require_generate_extra() -> None:
     """A one-line error naming the [generate] extra when one of its modules is missing (core install)."""
     import importlib.util
@@ -121,27 +105,27 @@ def run(args: argparse.Namespace) -> int:
     from clevr_poc.generation.dataset_writer import generate_dataset
     from clevr_poc.rendering.render import DEFAULT_SAMPLES, RenderError, bpy_available
 
-    from clevr_poc.commands.shared import check_output_folder
+    from clevr_poc.commands.shared import check_output_folder, integer_setting
     from clevr_poc.generation.dataset_config import check_generation_caps
 
-    environments = _integer(args.environments, "--environments", 1, "environments")
-    scenes = _integer(args.scenes_per_environment, "--scenes-per-environment", 1, "examples")
+    environments = integer_setting(args.environments, "--environments", 1, "environments")
+    scenes = integer_setting(args.scenes_per_environment, "--scenes-per-environment", 1, "examples")
     check_generation_caps(environments, scenes, flags=("--environments", "--scenes-per-environment"))
-    seed = _integer(args.seed, "--seed")
-    workers = _integer(args.workers, "--workers", 1, "workers")
-    chunksize = _integer(args.chunksize, "--chunksize", 1, "examples")
-    write_batch = _integer(args.write_batch, "--write-batch", 1, "examples")
+    seed = integer_setting(args.seed, "--seed")
+    workers = integer_setting(args.workers, "--workers", 1, "workers")
+    chunksize = integer_setting(args.chunksize, "--chunksize", 1, "examples")
+    write_batch = integer_setting(args.write_batch, "--write-batch", 1, "examples")
     splits = parse_shares(args.splits, what="--splits")
     query_shares = parse_shares(args.query_shares, what="--query-shares")
     if args.executor not in EXECUTORS:
         raise DatasetConfigError(f"--executor: expected one of {list(EXECUTORS)}, got {args.executor!r}")
     if args.ray_address is not None and args.executor != "ray":
         raise DatasetConfigError("--ray-address needs --executor ray")
-    min_pixels = None if args.min_visible_pixels is None else _integer(args.min_visible_pixels,
+    min_pixels = None if args.min_visible_pixels is None else integer_setting(args.min_visible_pixels,
                                                                        "--min-visible-pixels", 1)
     if (args.samples is not None or args.render_complete) and not args.render:
         raise DatasetConfigError("--samples and --render-complete need --render")
-    samples = DEFAULT_SAMPLES if args.samples is None else _integer(args.samples, "--samples", 1, "samples")
+    samples = DEFAULT_SAMPLES if args.samples is None else integer_setting(args.samples, "--samples", 1, "samples")
     _require_generate_extra()
     if args.render and not bpy_available():  # before generating anything
         raise RenderError("--render needs Blender's Python module (bpy); install it with pip install '.[render]' "

@@ -105,6 +105,28 @@ def int_between(minimum: int, maximum: int) -> Callable[[str], int]:
 worker_count = int_in_range(1, "workers")
 
 
+def integer_setting(text: object, option: str, minimum: int | None = None, cap: str | None = None) -> int:
+    """``text`` (a command-line value) as an integer >= ``minimum`` and <= the cap ``cap`` of
+    :mod:`clevr_poc.limits`; ``generate`` and ``demo`` check their counts with it, so the same bad value
+    gets the same words.
+
+    Raises:
+        DatasetConfigError: ``"<option>: expected an integer, got 'abc'"``, ``"<option>: must be >= 1, got 0"``
+            or ``"<option>: 10,000,000,000 is over <the cap>"``.
+    """
+    from clevr_poc.generation.dataset_config import DatasetConfigError
+
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise DatasetConfigError(f"{option}: expected an integer, got {str(text)[:40]!r}") from None
+    if minimum is not None and value < minimum:
+        raise DatasetConfigError(f"{option}: must be >= {minimum}, got {value}")
+    if cap is not None and value > limits.cap(cap):
+        raise DatasetConfigError(f"{option}: {value:,} is over {limits.describe(cap)}")
+    return value
+
+
 def require_dataset_folder(dataset: str | os.PathLike[str]) -> Path:
     """``dataset`` as a :class:`Path`, checked to be a folder: every command's ``--dataset`` (``evaluate``,
     ``render``, ``export``, ``explore``) words a missing one the same way, ``error: DIR: dataset folder not found``.
