@@ -16,6 +16,11 @@ answer set)`` per value, the probability of each answer set, the set an
 As an evaluator model (``predict_batch``) each prediction carries its confidence and marginals, which
 :mod:`clevr_poc.evaluation.calibration` scores (``python -m clevr_poc evaluate --answer-rule RULE``). With a
 given scene (``scene_source="given"``) the distribution is that one scene with probability 1.
+
+The question's presupposition (every CLEVR-POC question has an answer) conditions the distribution
+(:func:`~clevr_poc.reasoning.answer_distribution.answer_distribution`); when no scene of it answers, the
+k most probable scenes that may also hold the weak detections (scores in [``weak_candidate_threshold``,
+``candidate_threshold``)) are tried, as the crisp pipeline does (:meth:`Perception.searched_scenes`).
 """
 
 from __future__ import annotations
@@ -100,6 +105,40 @@ class ProbabilisticPipeline(Pipeline):
         s = self.settings
         return ranked(image, camera, env, k=s.k, min_ratio=s.min_ratio, max_models=s.max_models)
 
+    def _weak_distribution(self, image: Any, camera: Any, environment: Any) -> SceneDistribution | None:
+        """The presupposition's second stage, as :meth:`Perception.searched_scenes` has it for the crisp
+        pipeline: the k most probable scenes of the candidates and the weak detections (score >=
+        ``weak_candidate_threshold``); None when the perception has no such stage, the pipeline does not
+        search (``presupposition_k=0``, no constraint decoding) or no detection is weak. The image's
+        detections are those of the first stage (the perception keeps the last image's)."""
+        perception = self.perception
+        weak = getattr(perception, "weak_candidate_threshold", None)
+        if weak is None or self.presupposition_k == 0 or environment is None or not self.constraint_decoding \
+                or not all(hasattr(perception, name) for name in ("detect", "decode_distribution")):
+            return None
+        detections = perception.detect(image, camera)
+        if not any(weak <= d.candidate.score < perception.candidate_threshold for d in detections):
+            return None
+        s = self.settings
+        return perception.decode_distribution(detections, camera, as_environment(environment), k=s.k,
+                                              min_ratio=s.min_ratio, max_models=s.max_models,
+                                              candidate_threshold=weak)
+
+    def _answered(self, reason: Any, environment: Any, first: SceneDistribution, weak: Any, query: Any
+                  ) -> ProbabilisticAnswer:
+        """``reason`` (the reasoner's ``answer_distribution`` or ``explain_distribution``) over ``first``;
+        when no scene of it answers the question (evidence 0), over ``weak()`` (:meth:`_weak_distribution`)
+        if that answers it: every CLEVR-POC question has an answer, and an object seen only weakly is
+        often what it is about (:mod:`clevr_poc.answer_presupposition`)."""
+        result = reason(environment, first, query, self.settings.rule)
+        if result.evidence > 0:
+            return result
+        second = weak()
+        if second is None:
+            return result
+        searched = reason(environment, second, query, self.settings.rule)
+        return searched if searched.evidence > 0 else result
+
     def distribution(self, image: Any, camera: Any = None, environment: Any = None) -> SceneDistribution:
         """The k most probable scenes of ``image`` consistent with ``environment`` (arguments as
         :meth:`Pipeline.perceive`); a perception without ``scene_distribution``, or no environment, gives
@@ -137,14 +176,17 @@ class ProbabilisticPipeline(Pipeline):
         Raises:
             as :meth:`Pipeline.answer`.
         """
+        from clevr_poc.perception.cameras import resolve_camera
+
         env = as_environment(environment)
         checked = self._query(question, query)
-        if scene is not None:
-            distribution = SceneDistribution.certain(as_scene(scene))
-        else:
-            distribution = self.distribution(image, camera, env)
         reason = self.reasoner.explain_distribution if explain else self.reasoner.answer_distribution
-        return reason(env, distribution, checked, self.settings.rule)
+        if scene is not None:
+            return reason(env, SceneDistribution.certain(as_scene(scene)), checked, self.settings.rule)
+        array = as_image(image)
+        cam = resolve_camera(array.shape[1], array.shape[0], camera=as_camera(camera, self.camera_source))
+        return self._answered(reason, env, self._distribution(array, cam, env), lambda: self._weak_distribution(
+            array, cam, env), checked)
 
     def _predict_example(self, example: Any, query: str) -> "Prediction":
         """:meth:`Pipeline.predict_batch`'s prediction over the scene distribution: ``values`` are the rule's
@@ -155,8 +197,15 @@ class ProbabilisticPipeline(Pipeline):
             distribution = self.distribution_of(example)
         except ClevrPocError as exc:
             return Prediction(None, f"perception failed: {str(exc)[:160]}", query)
+
+        def weak() -> SceneDistribution | None:
+            if self.perception is None:
+                return None
+            source = PerceivedScenes(self.perception, camera_source=self.camera_source)
+            return self._weak_distribution(source.image_of(example), source.camera_of(example), example.environment)
+
         try:
-            result = self.reasoner.answer_distribution(example.environment, distribution, query, self.settings.rule)
+            result = self._answered(self.reasoner.answer_distribution, example.environment, distribution, weak, query)
         except (UnsafeProgramError, SolverTimeoutError, FormatError) as exc:
             return Prediction(None, f"{type(exc).__name__}: {str(exc)[:160]}", query)
         return Prediction(result.values, None, query, result.confidence,

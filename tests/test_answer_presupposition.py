@@ -208,3 +208,42 @@ def test_perception_thresholds_are_scores(field, value):
     with pytest.raises(FormatError, match=f"field {field}.*score in \\[0, 1\\]"):
         Perception.from_pretrained(Path(__file__).resolve().parent.parent / "models" / "perception", device="cpu",
                                    **{field: value})
+
+
+
+class StagedPerception(ReadingsPerception):
+    """A perception whose candidates read :data:`TWO_RED` (no answer) and whose weak detection (score 0.1)
+    makes the scene :data:`BLUE` (the hidden sphere must be red); records the decoded thresholds."""
+
+    candidate_threshold, weak_candidate_threshold = 0.2, 0.05
+
+    def __init__(self, weak_score: float = 0.1) -> None:
+        super().__init__((TWO_RED,), (1.0,))
+        self.weak_score = weak_score
+        self.decoded: list[float | None] = []
+
+    def detect(self, image, camera=None):
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(candidate=SimpleNamespace(score=score)) for score in (0.9, self.weak_score)]
+
+    def decode_distribution(self, detections, camera, environment=None, *, candidate_threshold=None, **_: object):
+        self.decoded.append(candidate_threshold)
+        scene = BLUE if candidate_threshold == self.weak_candidate_threshold else TWO_RED
+        return SceneDistribution((scene,), (1.0,))
+
+
+def test_the_probabilistic_pipeline_also_searches_the_weak_detections():
+    """As the crisp pipeline: no scene of the candidates answers, so the scenes with the weak detection are
+    tried, and theirs is the answer (red, probability 1); not with presupposition_k=0, nor without a weak
+    detection (then the first stage's empty answer stays)."""
+    from clevr_poc.probabilistic_pipeline import ProbabilisticPipeline
+
+    perception = StagedPerception()
+    found = ProbabilisticPipeline(perception).answer_probabilistic(IMAGE, environment=ENV, query=QUERY, explain=False)
+    assert found.values == frozenset({"red"}) and found.confidence == pytest.approx(1.0) and found.evidence == 1.0
+    assert perception.decoded == [0.05]
+    for pipeline in (ProbabilisticPipeline(StagedPerception(), presupposition_k=0),
+                     ProbabilisticPipeline(StagedPerception(weak_score=0.01))):
+        empty = pipeline.answer_probabilistic(IMAGE, environment=ENV, query=QUERY, explain=False)
+        assert empty.values == frozenset() and empty.evidence == 0 and pipeline.perception.decoded == []
