@@ -114,13 +114,14 @@ class ProbabilisticPipeline(Pipeline):
         perception = self.perception
         weak = getattr(perception, "weak_candidate_threshold", None)
         if weak is None or self.presupposition_k == 0 or environment is None or not self.constraint_decoding \
-                or not all(hasattr(perception, name) for name in ("detect", "decode_distribution")):
+                or not all(hasattr(perception, name) for name in ("camera_for", "detect", "decode_distribution")):
             return None
-        detections = perception.detect(image, camera)
+        array, cam = perception.camera_for(image, camera)  # a camera of this image's size, as the first stage's
+        detections = perception.detect(array, cam)
         if not any(weak <= d.candidate.score < perception.candidate_threshold for d in detections):
             return None
         s = self.settings
-        return perception.decode_distribution(detections, camera, as_environment(environment), k=s.k,
+        return perception.decode_distribution(detections, cam, as_environment(environment), k=s.k,
                                               min_ratio=s.min_ratio, max_models=s.max_models,
                                               candidate_threshold=weak)
 

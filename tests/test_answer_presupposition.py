@@ -221,6 +221,11 @@ class StagedPerception(ReadingsPerception):
         super().__init__((TWO_RED,), (1.0,))
         self.weak_score = weak_score
         self.decoded: list[float | None] = []
+        self.cameras: list = []
+
+    def camera_for(self, image, camera=None):
+        self.cameras.append(camera)
+        return image, "a camera of the image's size"
 
     def detect(self, image, camera=None):
         from types import SimpleNamespace
@@ -228,6 +233,7 @@ class StagedPerception(ReadingsPerception):
         return [SimpleNamespace(candidate=SimpleNamespace(score=score)) for score in (0.9, self.weak_score)]
 
     def decode_distribution(self, detections, camera, environment=None, *, candidate_threshold=None, **_: object):
+        assert camera == "a camera of the image's size"   # resolved for the image, as the first stage's
         self.decoded.append(candidate_threshold)
         scene = BLUE if candidate_threshold == self.weak_candidate_threshold else TWO_RED
         return SceneDistribution((scene,), (1.0,))
