@@ -10,10 +10,10 @@ Two modes::
     python -m clevr_poc evaluate --dataset DIR --split test --model ns-vqa --scene gold --query bilstm
     python -m clevr_poc evaluate --dataset DIR --split test --model ns-vqa --query llm --backend local --limit 100
     # the stand-alone LLM baseline through a chat backend (clevr_poc.llm.make_backend spec), resumable
-    python -m clevr_poc evaluate --dataset DIR --split test --model llm-standalone \
+    python -m clevr_poc evaluate --dataset DIR --split test --model llm-standalone \\
         --backend openai:MODEL@http://127.0.0.1:8000/v1 --checkpoint llm.jsonl [--limit 200]
     # a vision-language model on the rendered images (our baseline): --prompt direct | list-then-reason
-    python -m clevr_poc evaluate --dataset DIR --split test --model vlm --prompt list-then-reason \
+    python -m clevr_poc evaluate --dataset DIR --split test --model vlm --prompt list-then-reason \\
         --backend openai:MODEL@http://127.0.0.1:8000/v1 --workers 4 --checkpoint vlm.jsonl
     # a trained CLIP baseline (python -m clevr_poc.baselines.clip train): --checkpoint is its folder
     python -m clevr_poc evaluate --dataset DIR --split test --model clip-nl --checkpoint runs/clip-nl
@@ -76,9 +76,9 @@ _EPILOG = """examples:
   python -m clevr_poc evaluate --dataset data/ --split test --predictions preds.json
   python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa-gold --out results/
   python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa --query bilstm --out results/
-  python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa --query llm --backend local \
+  python -m clevr_poc evaluate --dataset data/ --split test --model ns-vqa --query llm --backend local \\
       --limit 100 --checkpoint llm-parser.jsonl
-  python -m clevr_poc evaluate --dataset data/ --split test --model llm-standalone \
+  python -m clevr_poc evaluate --dataset data/ --split test --model llm-standalone \\
       --backend openai:gpt-4o --checkpoint gpt4o.jsonl --limit 200 --workers 4
 predictions file: {"CLEVR_test_000000.png": ["small", "medium"], "CLEVR_test_000001.png": null, ...}
 """

@@ -12,9 +12,9 @@ Examples::
     # score an M3CoT experiment file (id, choices, answer, domain, topic, messages)
     python -m clevr_poc.mcot m3cot --predictions direct.jsonl --rule official
     # run a vision-language model WITH the images (resumable --out, 4 requests at a time)
-    python -m clevr_poc.mcot run --benchmark m3cot --data test.parquet --method cot \
+    python -m clevr_poc.mcot run --benchmark m3cot --data test.parquet --method cot \\
         --backend openai:MODEL@http://127.0.0.1:8000/v1 --out m3cot_cot.jsonl --workers 4
-    python -m clevr_poc.mcot run --benchmark scienceqa --data path/to/scienceqa --method cot \
+    python -m clevr_poc.mcot run --benchmark scienceqa --data path/to/scienceqa --method cot \\
         --backend transformers:Qwen/Qwen2-VL-2B-Instruct --device auto --out sqa_cot.json
 
 A Markdown table goes to stdout, then the summary JSON as the last line. Errors are one line on stderr

@@ -7,10 +7,10 @@ examples::
     python -m clevr_poc.perception train --dataset v1data --out runs/perception --part detector &   # one core
     python -m clevr_poc.perception train --dataset v1data --out runs/perception --part attributes    # the other
     python -m clevr_poc.perception train --dataset mixed --out runs/ft --init models/perception --device auto
-    python -m clevr_poc.perception train-answers --dataset v1data --init models/perception --out runs/answers \
+    python -m clevr_poc.perception train-answers --dataset v1data --init models/perception --out runs/answers \\
         --steps 100 --batch 8 --k 16                 # no scene labels: (image, environment, question, answer)
     python -m clevr_poc.perception evaluate --dataset v1data --checkpoint models/perception --split test --json
-    python -m clevr_poc.perception evaluate --dataset official-release/output --checkpoint models/perception \
+    python -m clevr_poc.perception evaluate --dataset official-release/output --checkpoint models/perception \\
         --split testing --camera official
 """
 
