@@ -150,14 +150,12 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
         first, last, row_start = _inner_intervals([found[k][0] for k in objects], spans, W)
         widths = np.maximum(last - first + 1, 0)
         starts = row_start[:-1]
-        plain = np.add.reduceat(widths, starts).tolist()  # the pixels of each inner polygon
-        occluded = _may_be_occluded(found, objects, shown, spans, first, last, starts)
+        plain = np.add.reduceat(widths, starts)          # the pixels of each inner polygon
+        pairs = _occluder_pairs(found, objects, shown, spans, first, last, starts)
+        if pairs.any():
+            plain = plain - _covered_pixels(found, shown, pairs, spans, first, last, row_start)
         for position, k in enumerate(objects):
-            if occluded[position]:
-                a, b = row_start[position], row_start[position + 1]
-                bounds[k] = _visible_in_rows(found, k, shown, spans[position][0], first[a:b], last[a:b])
-            else:
-                bounds[k] = int(plain[position])
+            bounds[k] = int(plain[position])
     if min_pixels is not None:  # the reference stops at the first object under the threshold
         for position, k in enumerate(shown):
             if bounds[k] < min_pixels:
@@ -203,10 +201,11 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     return first, last, row_start
 
 
-def _may_be_occluded(found: dict, objects: list, shown: list, spans: list, first, last, starts) -> list[bool]:
-    """Per object of ``objects``: whether some other object of ``shown`` may cover pixels of its inner
-    polygon's rows (the tests of :func:`_visible_in_rows`, for all pairs at once; False: its bound is its
-    inner polygon's pixels)."""
+def _occluder_pairs(found: dict, objects: list, shown: list, spans: list, first, last, starts) -> np.ndarray:
+    """(len(objects), len(shown)) booleans: whether object ``shown[q]`` may cover pixels of the inner polygon
+    rows of ``objects[p]``, for all pairs at once: not the object itself, not certainly behind it (depth
+    ranges), its bounding box within a pixel of the rows' box; an object without a pixel in its rows has
+    none."""
     rows = last >= first
     big = np.iinfo(np.int64).max
     count = np.add.reduceat(rows.astype(np.int64), starts)
@@ -225,39 +224,68 @@ def _may_be_occluded(found: dict, objects: list, shown: list, spans: list, first
     misses = ((support[None, :, 0] < i0[:, None] - 1) | (-support[None, :, _HALF] > i1[:, None] + 1)
               | (support[None, :, _QUARTER] < v_lo[:, None] - 1) | (-support[None, :, 3 * _QUARTER] > v_hi[:, None] + 1))
     same = np.array(objects)[:, None] == np.array(shown)[None, :]
-    return ((~behind & ~misses & ~same).any(axis=1) & (count > 0)).tolist()
+    return ~behind & ~misses & ~same & (count > 0)[:, None]
 
 
-def _visible_in_rows(found: dict, k: int, shown, j0: int, first, last) -> int:
-    """Pixels of columns ``first..last`` of rows ``j0, j0 + 1, ...`` (object k's inner polygon) outside the
-    outer polygon of every object of ``shown`` that may be in front of k (:func:`visible_pixel_bounds`)."""
+def _covered_pixels(found: dict, shown: list, pairs: np.ndarray, spans: list, first, last, row_start: list
+                    ) -> np.ndarray:
+    """Per object position: the pixels of its inner polygon's rows (columns ``first..last``, the
+    :func:`_inner_intervals` rows) that the outer polygon of an object of ``pairs`` covers, (n,) int64: what the
+    object-by-object bound (``tests/pixel_bounds_reference.py``) masks out, for all objects at once (issue 27:
+    its per-object array calls were most of the bound's time).
+
+    Every (object, occluder, row) gets the occluder's closed interval ``[lo, hi]`` of :func:`_outer_rows` (the
+    same float operations), turned into the pixel columns ``i`` with ``lo <= i + 0.5 <= hi`` (the
+    float comparisons themselves settle the rounding of ``ceil``/``floor``), clipped to the row; the union per
+    row is counted on a difference array of the rows' pixels."""
+    position, occluder = np.nonzero(pairs)
     rows = last >= first
-    if not rows.any():
-        return 0
-    v = np.flatnonzero(rows) + (j0 + 0.5)
-    first, last = first[rows], last[rows]
-    i0, i1 = int(first.min()), int(last.max()) + 1
-    u_lo, u_hi, v_lo, v_hi = i0, i1, v[0] - 0.5, v[-1] + 0.5
-    far = found[k][3]
-    occluders = []
-    for j in shown:
-        if j == k:
-            continue
-        _, support_j, near_j, _ = found[j]
-        if far + _MARGIN < near_j:                      # j is behind k on every ray
-            continue
-        # j's bounding box (directions 0, pi/2, pi, 3pi/2) misses k's rows and columns
-        if (support_j[0] < u_lo - 1 or -support_j[_HALF] > u_hi + 1 or support_j[_QUARTER] < v_lo - 1
-                or -support_j[3 * _QUARTER] > v_hi + 1):
-            continue
-        occluders.append(support_j)
-    if not occluders:
-        return int((last - first + 1).sum())
-    centres = np.arange(i0, i1) + 0.5
-    mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
-    olo, ohi = _outer_rows(_DIRECTIONS, np.array(occluders)[:, None, :], v)   # (occluders, rows) each
-    mask &= ~((centres >= olo[..., None]) & (centres <= ohi[..., None])).any(axis=0)
-    return int(mask.sum())
+    starts = np.asarray(row_start)
+    counts = starts[1:] - starts[:-1]
+    # (pair, row) of every row of the pair's object, then only the rows with pixels
+    pair_of = np.repeat(np.arange(len(position)), counts[position])
+    row_of = np.arange(len(pair_of)) - np.repeat(np.cumsum(counts[position]) - counts[position], counts[position])
+    row_of = row_of + starts[position][pair_of]
+    kept = rows[row_of]
+    pair_of, row_of = pair_of[kept], row_of[kept]
+    j0 = np.array([span[0] for span in spans])
+    v = (row_of - starts[position[pair_of]] + j0[position[pair_of]]) + 0.5
+    support = np.array([found[j][1] for j in shown])[occluder[pair_of]]            # (PR, K)
+    c, s = _DIRECTIONS[:, 0], _DIRECTIONS[:, 1]
+    rhs = (support + _MARGIN) - v[:, None] * s
+    vertical = np.abs(c) < 1e-12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = rhs / c
+    lo = np.where(~vertical & (c < 0), bound, -np.inf).max(axis=-1)
+    hi = np.where(~vertical & (c > 0), bound, np.inf).min(axis=-1)
+    empty = (vertical & (rhs < 0)).any(axis=-1)
+    lo = np.where(empty, np.inf, lo)
+    hi = np.where(empty, -np.inf, hi)
+    a = np.ceil(lo - 0.5)                               # the first column with lo <= a + 0.5
+    a = np.where(a - 0.5 >= lo, a - 1, a)
+    a = np.where(a + 0.5 < lo, a + 1, a)
+    b = np.floor(hi - 0.5)                              # the last column with b + 0.5 <= hi
+    b = np.where(b + 1.5 <= hi, b + 1, b)
+    b = np.where(b + 0.5 > hi, b - 1, b)
+    f, g = first[row_of], last[row_of]
+    a = np.maximum(a, f)
+    b = np.minimum(b, g)
+    hit = a <= b
+    row_of, a, b, f = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64), f[hit]
+    covered = np.zeros(len(counts), dtype=np.int64)
+    if not len(row_of):
+        return covered
+    # union per row: +1 at a, -1 after b on the row's own pixels (row-local columns), running sums > 0
+    local_rows, row_index = np.unique(row_of, return_inverse=True)
+    width = int((last[local_rows] - first[local_rows]).max()) + 2
+    base = row_index * width
+    marks = (np.bincount(base + (a - f), minlength=len(local_rows) * width)
+             - np.bincount(base + (b - f + 1), minlength=len(local_rows) * width))
+    cover = np.cumsum(marks.reshape(len(local_rows), width), axis=1)[:, :width - 1] > 0
+    per_row = cover.sum(axis=1)
+    owner = np.searchsorted(starts, local_rows, side="right") - 1
+    np.add.at(covered, owner, per_row)
+    return covered
 
 
 def _inner_rows(polygon, v):
