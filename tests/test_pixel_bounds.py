@@ -131,3 +131,33 @@ def test_moved_object_equals_dataclasses_replace():
     assert type(new) is SceneObject and new == old and hash(new) == hash(old)
     assert all(getattr(new, f.name) == getattr(old, f.name) for f in fields(SceneObject))
     assert new.extra is obj.extra and new.json_spelling is old.json_spelling and obj.rotation == 10.0
+
+
+def test_stacked_silhouettes_equal_those_of_the_separate_points():
+    """One transform per object (inner and outer points in one array) gives the very silhouettes of
+    :func:`vertex_silhouettes` over :func:`scene_bound_points`: the same floats, the same extremes."""
+    import numpy as np
+
+    from clevr_poc.generation.bound_solids import scene_bound_array
+    from clevr_poc.generation.pixel_bounds import stacked_silhouettes
+
+    compared = 0
+    sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 5, 0), env_id=0))
+    rng = random.Random(5)
+    while compared < 60:
+        try:
+            scene = place_objects(sampler.sample(rng), rng).scene
+        except PlacementError:
+            continue
+        camera = scene_camera(rng.getrandbits(32))
+        points, inner_counts, outer_counts = scene_bound_array(scene)
+        inner, outer = _points(scene)
+        assert inner_counts == [len(p) for p in inner] and outer_counts == [len(p) for p in outer]
+        assert np.array_equal(points, np.concatenate([q for pair in zip(inner, outer) for q in pair]))
+        old = vertex_silhouettes(inner, camera, outer)
+        new = stacked_silhouettes(points, inner_counts, outer_counts, camera)
+        assert sorted(new) == list(range(len(scene.objects)))
+        for k, (corners, support, near, far) in old.items():
+            assert np.array_equal(new[k][0], corners) and np.array_equal(new[k][1], support)
+            assert (new[k][2], new[k][3]) == (near, far)
+            compared += 1

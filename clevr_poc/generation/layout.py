@@ -333,15 +333,17 @@ class VisibilityCheck:
                 object index.
         """
         from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-        from clevr_poc.generation.bound_solids import scene_bound_points
+        from clevr_poc.generation.bound_solids import scene_bound_array
+        from clevr_poc.generation.pixel_bounds import stacked_silhouettes
         from clevr_poc.rendering.render import scene_meshes
 
         if not 0 <= hidden < len(complete.objects):
             raise FormatError("hidden must be an object index", field="hidden", value=hidden)
         camera = _camera(camera_seed, self.width, self.height)
         if not exact_pixels and self.scope == "both":
-            inner, outer = scene_bound_points(complete)  # a few hundred points per object, no Mesh
-            found = vertex_silhouettes(inner, camera, outer)
+            # a few hundred inner and outer points per object (no Mesh), as :func:`vertex_silhouettes` of
+            # :func:`scene_bound_points` (the same silhouettes) at one transform per object
+            found = stacked_silhouettes(*scene_bound_array(complete), camera)
             if found is not None:
                 count = len(complete.objects)
                 bounds = lower_bounds(found, camera, count, range(count))

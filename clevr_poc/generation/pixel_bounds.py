@@ -125,6 +125,46 @@ def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dic
     return found
 
 
+def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_counts: list[int], camera
+                        ) -> dict | None:
+    """:func:`vertex_silhouettes` of ``(inner, outer)`` points given object by object in one array
+    (:func:`.bound_solids.scene_bound_array`: object k's inner points, then its outer ones): the same
+    silhouettes (the same float operations on each point and the same extremes; tested equal), keyed by
+    object index; None when a point lies behind the camera."""
+    n = len(inner_counts)
+    if not n:
+        return {}
+    cam = points @ camera.rotation.T + camera.translation
+    depth = cam[:, 2]
+    if not np.all(depth > 0):
+        return None
+    uvw = cam @ camera.K.T
+    uv = np.empty((2, len(cam)))
+    np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
+    np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
+    support_all = _DIRECTIONS @ uv                                       # (K, V)
+    sizes = np.array(inner_counts) + np.array(outer_counts)
+    starts = np.cumsum(sizes) - sizes                                     # object k's first (inner) point
+    bounds = np.empty(2 * n, dtype=np.int64)                              # inner, outer, inner, outer, ...
+    bounds[0::2] = starts
+    bounds[1::2] = starts + np.array(inner_counts)
+    nears = np.minimum.reduceat(depth, bounds)[1::2].tolist()
+    fars = np.maximum.reduceat(depth, bounds)[1::2].tolist()
+    values = np.maximum.reduceat(support_all, bounds, axis=1)[:, 1::2].T                  # (n, K)
+    extremes = np.stack([support_all[:, start:start + size].argmax(axis=1)
+                         for start, size in zip(starts.tolist(), inner_counts)]) + starts[:, None]   # (n, K)
+    keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)
+    keep[~keep.any(axis=1), 0] = True
+    counts = keep.sum(axis=1).tolist()
+    corners = uv[:, extremes[keep]].T
+    found = {}
+    offset = 0
+    for position, count in enumerate(counts):
+        found[position] = (corners[offset:offset + count], values[position], nears[position], fars[position])
+        offset += count
+    return found
+
+
 def silhouette_box(support) -> tuple[float, float, float, float]:
     """(u_min, u_max, v_min, v_max) of a silhouette from its support values."""
     return -support[_HALF], support[0], -support[3 * _QUARTER], support[_QUARTER]
