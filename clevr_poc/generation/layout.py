@@ -387,9 +387,12 @@ class VisibilityCheck:
         such an object's mask is in that subset (kept in index order), so the subset's index map labels
         those pixels exactly as the full one does: their pixel counts, hence the failing objects and
         their reasons, are those of the full check; the others passed the bound. The map covers only the
-        box of those objects' footprints (``instance_index_map(window=...)``: the same labels there)."""
+        box of those objects' footprints (``instance_index_map(window=...)``: the same labels there), and
+        :func:`~clevr_poc.rendering.ordered_map.ordered_index_map` gives it with rays cast only where the
+        objects' order along the rays is not known from their positions (the same labels, tested)."""
         from clevr_poc.generation.pixel_bounds import upper_bounds
-        from clevr_poc.rendering.masks import footprint_pixels, instance_index_map, mesh_footprints
+        from clevr_poc.rendering.masks import footprint_pixels
+        from clevr_poc.rendering.ordered_map import hull_footprints, ordered_index_map
         from clevr_poc.rendering.render import scene_meshes
 
         minimum = self.min_pixels
@@ -409,14 +412,14 @@ class VisibilityCheck:
         if unsure:
             boxes = {k: silhouette_box(silhouette[1]) for k, silhouette in found.items()}
             subset = sorted(set(unsure) | {j for j in boxes for k in unsure if boxes_meet(boxes[j], boxes[k])})
-            footprints = mesh_footprints([mesh(j) for j in subset], camera)
+            footprints = hull_footprints([mesh(j) for j in subset], camera)
             # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
             boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
                             if k in unsure and footprints[position] is not None]
             window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
                        min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure))
                       if boxes_unsure else (0, 0, 0, 0))
-            counts = _visible_pixels(instance_index_map([mesh(j) for j in subset], camera, footprints, window),
+            counts = _visible_pixels(ordered_index_map([mesh(j) for j in subset], camera, footprints, window),
                                      len(subset))
             for position, k in enumerate(subset):
                 if k in unsure and counts[position] < minimum:
