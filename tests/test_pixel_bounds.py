@@ -47,7 +47,11 @@ def test_bounds_bracket_the_ray_cast_counts_on_random_layouts():
                           vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
                 lower = lower_bounds(found, camera, len(meshes), range(len(meshes)))
                 upper = upper_bounds(found, camera, range(len(meshes)))
+                boxed = lower_bounds(found, camera, len(meshes), range(len(meshes)), enough=40)
                 for k in range(len(meshes)):
+                    # the box shortcut: still a bound, the same side of the threshold, the rows' bound or >= 40
+                    assert boxed[k] <= lower[k] and (boxed[k] >= 40) == (lower[k] >= 40)
+                    assert boxed[k] == lower[k] or boxed[k] >= 40
                     shown_max, footprint_min, footprint_max = upper[k]
                     assert lower[k] <= exact[k] <= shown_max
                     assert footprint_min <= footprints[k] <= footprint_max
@@ -161,3 +165,24 @@ def test_stacked_silhouettes_equal_those_of_the_separate_points():
             assert np.array_equal(new[k][0], corners) and np.array_equal(new[k][1], support)
             assert (new[k][2], new[k][3]) == (near, far)
             compared += 1
+
+
+def test_box_overlaps_count_the_occluders_boxes_within_the_rows_box():
+    """Two occluders of object 0 (rows box: columns 10..29, rows 5..14): object 1's support box spans u 20..40
+    and v 0..8, i.e. columns 18..41 and rows -2..9 with ``floor(lo - 0.5) - 1`` and ``ceil(hi - 0.5) + 1``
+    (12 x 5 pixels inside the rows box); object 2's u 0..12 and v 12..30, columns -2..13 and rows 10..31
+    (4 x 5); object 3 is not an occluder of object 0."""
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _HALF, _QUARTER, SILHOUETTE_DIRECTIONS, _box_overlaps
+
+    def support(u0, u1, v0, v1):
+        s = np.zeros(SILHOUETTE_DIRECTIONS)
+        s[0], s[_HALF], s[_QUARTER], s[3 * _QUARTER] = u1, -u0, v1, -v0
+        return s
+
+    found = {0: (None, support(10, 30, 5, 15), 0, 0), 1: (None, support(20, 40, 0, 8), 0, 0),
+             2: (None, support(0, 12, 12, 30), 0, 0), 3: (None, support(0, 100, 0, 100), 0, 0)}
+    pairs = np.array([[False, True, True, False]])
+    rows_box = (np.array([10]), np.array([30]), np.array([5]), np.array([15]))
+    assert _box_overlaps(found, [0, 1, 2, 3], pairs, rows_box).tolist() == [12 * 5 + 4 * 5]

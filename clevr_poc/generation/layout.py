@@ -346,7 +346,7 @@ class VisibilityCheck:
             found = stacked_silhouettes(*scene_bound_array(complete), camera)
             if found is not None:
                 count = len(complete.objects)
-                bounds = lower_bounds(found, camera, count, range(count))
+                bounds = lower_bounds(found, camera, count, range(count), enough=self.min_pixels)
                 unsure = [k for k, b in enumerate(bounds) if b < self.min_pixels]
                 if not unsure:
                     return VisibilityOutcome(True, None)

@@ -174,12 +174,18 @@ def boxes_meet(a, b, margin: float = 1.0) -> bool:
     return a[0] <= b[1] + margin and b[0] <= a[1] + margin and a[2] <= b[3] + margin and b[2] <= a[3] + margin
 
 
-def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None = None) -> list[int]:
+def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None = None, *,
+                 enough: int | None = None) -> list[int]:
     """:func:`visible_pixel_bounds` from the :func:`silhouettes` ``found``: the same numbers as
     the object-by-object code before it (``tests/pixel_bounds_reference.py``, tested equal), with the inner polygons' row intervals of all objects and the
     outer polygons' of all occluders each computed in one pass of array operations (the very float
     operations of :func:`_inner_rows` and :func:`_outer_rows`, row by row; issue 27: the per-object
-    calls on small arrays were most of the bound's time)."""
+    calls on small arrays were most of the bound's time).
+
+    ``enough``: when given, an object whose inner polygon keeps at least ``enough`` pixels after taking away
+    every pixel of its possible occluders' bounding boxes (:func:`_box_overlaps`) gets that smaller bound
+    (still a lower bound, >= ``enough``) without its rows being counted (what the visibility check needs:
+    whether each object reaches its threshold)."""
     H, W = camera.height, camera.width
     bounds = [0] * count
     shown = list(shown)
@@ -197,7 +203,14 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
         widths = np.maximum(last - first + 1, 0)
         starts = row_start[:-1]
         plain = np.add.reduceat(widths, starts)          # the pixels of each inner polygon
-        pairs = _occluder_pairs(found, objects, shown, spans, first, last, starts)
+        pairs, rows_box = _occluder_pairs(found, objects, shown, spans, first, last, starts)
+        if enough is not None and pairs.any():
+            # an occluder covers at most the pixels of its box within the rows' box: objects that keep
+            # ``enough`` pixels even so need no row-exact count (their bound is that smaller number)
+            boxed = plain - _box_overlaps(found, shown, pairs, rows_box)
+            proven = boxed >= enough
+            plain = np.where(proven, boxed, plain)
+            pairs = pairs & ~proven[:, None]
         if pairs.any():
             plain = plain - _covered_pixels(found, shown, pairs, spans, first, last, row_start)
         for position, k in enumerate(objects):
@@ -293,7 +306,22 @@ def _occluder_pairs(found: dict, objects: list, shown: list, spans: list, first,
     misses = ((support[None, :, 0] < i0[:, None] - 1) | (-support[None, :, _HALF] > i1[:, None] + 1)
               | (support[None, :, _QUARTER] < v_lo[:, None] - 1) | (-support[None, :, 3 * _QUARTER] > v_hi[:, None] + 1))
     same = np.array(objects)[:, None] == np.array(shown)[None, :]
-    return ~behind & ~misses & ~same & (count > 0)[:, None]
+    return ~behind & ~misses & ~same & (count > 0)[:, None], (i0, i1, v_lo, v_hi)
+
+
+def _box_overlaps(found: dict, shown: list, pairs: np.ndarray, rows_box) -> np.ndarray:
+    """Per object (row of ``pairs``): the pixel centres of its rows' box (columns ``i0 <= i < i1``, rows
+    ``v_lo <= j < v_hi``, :func:`_occluder_pairs`) inside the bounding box of each of its possible
+    occluders, summed over them ((n,) int64): at least the pixels their outer polygons cover there (each lies
+    in its support box; the box's pixel ranges are widened by a column and a row on each side)."""
+    i0, i1, v_lo, v_hi = rows_box
+    support = np.array([found[j][1] for j in shown])                            # (m, K)
+    u_min, u_max = np.floor(-support[:, _HALF] - 0.5) - 1, np.ceil(support[:, 0] - 0.5) + 1
+    w_min, w_max = np.floor(-support[:, 3 * _QUARTER] - 0.5) - 1, np.ceil(support[:, _QUARTER] - 0.5) + 1
+    columns = (np.minimum(u_max[None, :], (i1 - 1)[:, None]) - np.maximum(u_min[None, :], i0[:, None]) + 1)
+    rows = (np.minimum(w_max[None, :], (v_hi - 1)[:, None]) - np.maximum(w_min[None, :], v_lo[:, None]) + 1)
+    overlap = np.maximum(columns, 0) * np.maximum(rows, 0)
+    return np.where(pairs, overlap, 0).sum(axis=1).astype(np.int64)
 
 
 def _covered_pixels(found: dict, shown: list, pairs: np.ndarray, spans: list, first, last, row_start: list
