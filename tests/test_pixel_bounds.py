@@ -185,4 +185,5 @@ def test_box_overlaps_count_the_occluders_boxes_within_the_rows_box():
              2: (None, support(0, 12, 12, 30), 0, 0), 3: (None, support(0, 100, 0, 100), 0, 0)}
     pairs = np.array([[False, True, True, False]])
     rows_box = (np.array([10]), np.array([30]), np.array([5]), np.array([15]))
-    assert _box_overlaps(found, [0, 1, 2, 3], pairs, rows_box).tolist() == [12 * 5 + 4 * 5]
+    support = np.array([found[j][1] for j in range(4)])
+    assert _box_overlaps(support, pairs, rows_box).tolist() == [12 * 5 + 4 * 5]

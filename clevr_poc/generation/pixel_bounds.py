@@ -189,12 +189,16 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
     H, W = camera.height, camera.width
     bounds = [0] * count
     shown = list(shown)
+    polygons = [k for k in shown if len(found[k][0]) >= 3]
     objects, spans = [], []                              # objects with a polygon and rows in the image
-    for k in shown:
-        inner = found[k][0]
-        if len(inner) >= 3:
-            j0 = max(int(math.floor(inner[:, 1].min())), 0)
-            j1 = min(int(math.ceil(inner[:, 1].max())) + 1, H)
+    if polygons:
+        sizes = [len(found[k][0]) for k in polygons]
+        v = np.concatenate([found[k][0][:, 1] for k in polygons])
+        starts = np.cumsum(sizes) - sizes
+        low = np.floor(np.minimum.reduceat(v, starts)).tolist()
+        high = np.ceil(np.maximum.reduceat(v, starts)).tolist()
+        for k, lo, hi in zip(polygons, low, high):
+            j0, j1 = max(int(lo), 0), min(int(hi) + 1, H)
             if j0 < j1:
                 objects.append(k)
                 spans.append((j0, j1))
@@ -203,16 +207,17 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
         widths = np.maximum(last - first + 1, 0)
         starts = row_start[:-1]
         plain = np.add.reduceat(widths, starts)          # the pixels of each inner polygon
-        pairs, rows_box = _occluder_pairs(found, objects, shown, spans, first, last, starts)
+        support = np.array([found[j][1] for j in shown])                            # (shown, K)
+        pairs, rows_box = _occluder_pairs(found, objects, shown, support, spans, first, last, starts)
         if enough is not None and pairs.any():
             # an occluder covers at most the pixels of its box within the rows' box: objects that keep
             # ``enough`` pixels even so need no row-exact count (their bound is that smaller number)
-            boxed = plain - _box_overlaps(found, shown, pairs, rows_box)
+            boxed = plain - _box_overlaps(support, pairs, rows_box)
             proven = boxed >= enough
             plain = np.where(proven, boxed, plain)
             pairs = pairs & ~proven[:, None]
         if pairs.any():
-            plain = plain - _covered_pixels(found, shown, pairs, spans, first, last, row_start)
+            plain = plain - _covered_pixels(support, pairs, spans, first, last, row_start)
         for position, k in enumerate(objects):
             bounds[k] = int(plain[position])
     if min_pixels is not None:  # the reference stops at the first object under the threshold
@@ -283,7 +288,8 @@ def _row_edges(v_min, v_max, j0, j1):
     return edge, lo.astype(np.int64)[edge] + offset
 
 
-def _occluder_pairs(found: dict, objects: list, shown: list, spans: list, first, last, starts) -> np.ndarray:
+def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray, spans: list, first, last,
+                   starts) -> tuple:
     """(len(objects), len(shown)) booleans: whether object ``shown[q]`` may cover pixels of the inner polygon
     rows of ``objects[p]``, for all pairs at once: not the object itself, not certainly behind it (depth
     ranges), its bounding box within a pixel of the rows' box; an object without a pixel in its rows has
@@ -301,7 +307,6 @@ def _occluder_pairs(found: dict, objects: list, shown: list, spans: list, first,
     v_hi = (r1 - starts + j0 + 1).astype(float)
     far = np.array([found[k][3] for k in objects])
     near = np.array([found[j][2] for j in shown])
-    support = np.array([found[j][1] for j in shown])
     behind = far[:, None] + _MARGIN < near[None, :]
     misses = ((support[None, :, 0] < i0[:, None] - 1) | (-support[None, :, _HALF] > i1[:, None] + 1)
               | (support[None, :, _QUARTER] < v_lo[:, None] - 1) | (-support[None, :, 3 * _QUARTER] > v_hi[:, None] + 1))
@@ -309,13 +314,13 @@ def _occluder_pairs(found: dict, objects: list, shown: list, spans: list, first,
     return ~behind & ~misses & ~same & (count > 0)[:, None], (i0, i1, v_lo, v_hi)
 
 
-def _box_overlaps(found: dict, shown: list, pairs: np.ndarray, rows_box) -> np.ndarray:
+def _box_overlaps(support: np.ndarray, pairs: np.ndarray, rows_box) -> np.ndarray:
     """Per object (row of ``pairs``): the pixel centres of its rows' box (columns ``i0 <= i < i1``, rows
     ``v_lo <= j < v_hi``, :func:`_occluder_pairs`) inside the bounding box of each of its possible
-    occluders, summed over them ((n,) int64): at least the pixels their outer polygons cover there (each lies
-    in its support box; the box's pixel ranges are widened by a column and a row on each side)."""
+    occluders (columns of ``pairs``, support values ``support`` (shown, K)), summed over them ((n,) int64): at
+    least the pixels their outer polygons cover there (each lies in its support box; the box's pixel ranges
+    are widened by one or two columns and rows on each side)."""
     i0, i1, v_lo, v_hi = rows_box
-    support = np.array([found[j][1] for j in shown])                            # (m, K)
     u_min, u_max = np.floor(-support[:, _HALF] - 0.5) - 1, np.ceil(support[:, 0] - 0.5) + 1
     w_min, w_max = np.floor(-support[:, 3 * _QUARTER] - 0.5) - 1, np.ceil(support[:, _QUARTER] - 0.5) + 1
     columns = (np.minimum(u_max[None, :], (i1 - 1)[:, None]) - np.maximum(u_min[None, :], i0[:, None]) + 1)
@@ -324,10 +329,11 @@ def _box_overlaps(found: dict, shown: list, pairs: np.ndarray, rows_box) -> np.n
     return np.where(pairs, overlap, 0).sum(axis=1).astype(np.int64)
 
 
-def _covered_pixels(found: dict, shown: list, pairs: np.ndarray, spans: list, first, last, row_start: list
+def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, last, row_start: list
                     ) -> np.ndarray:
     """Per object position: the pixels of its inner polygon's rows (columns ``first..last``, the
-    :func:`_inner_intervals` rows) that the outer polygon of an object of ``pairs`` covers, (n,) int64: what the
+    :func:`_inner_intervals` rows) that the outer polygon of an object of ``pairs`` (support values ``support``
+    (shown, K)) covers, (n,) int64: what the
     object-by-object bound (``tests/pixel_bounds_reference.py``) masks out, for all objects at once (issue 27:
     its per-object array calls were most of the bound's time).
 
@@ -338,9 +344,8 @@ def _covered_pixels(found: dict, shown: list, pairs: np.ndarray, spans: list, fi
     starts = np.asarray(row_start)
     counts = starts[1:] - starts[:-1]
     spans_j0 = np.array([span[0] for span in spans])
-    support = np.array([found[j][1] for j in shown])[occluder]                       # (pairs, K)
     j0 = spans_j0[position]
-    lo, hi, pair_start = _outer_intervals(support, j0, j0 + counts[position])
+    lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + counts[position])
     pair_of = np.repeat(np.arange(len(position)), counts[position])
     row_of = np.arange(len(pair_of)) - pair_start[pair_of] + starts[position][pair_of]    # among all rows
     a = np.ceil(lo - 0.5)                               # the first column with lo <= a + 0.5
