@@ -69,3 +69,26 @@ def test_the_same_labels_as_the_ray_cast_map_on_random_layouts():
             ordered += len(_pair_order(meshes, camera, list(range(len(meshes)))))
             compared += 2
     assert compared == 48 and ordered > 200  # most pairs are ordered by a plane
+
+
+def test_window_footprints_are_the_full_ones_cut_to_the_window():
+    scene = Scene((_obj("cylinder", "large", -2.0, 2.0), _obj("sphere", "medium", -3.0, 4.4),
+                   _obj("cube", "large", 1.0, 2.0, 45.0), _obj("cone", "small", 3.3, 2.0)))
+    camera = scene_camera(0)
+    meshes = scene_meshes(scene)
+    assert all(np.array_equal(a.vertices, b.vertices) and np.array_equal(a.normals, b.normals)
+               for a, b in zip(scene_meshes(scene, indices=[2, 0]), [meshes[2], meshes[0]]))
+    full = hull_footprints(meshes, camera)
+    window = (100, 180, 90, 150)
+    cut = hull_footprints(meshes, camera, window)
+    inside = 0
+    for whole, part in zip(full, cut):
+        (i0, i1, j0, j1), mask, hull = whole
+        a0, a1, b0, b1 = max(i0, 100), min(i1, 180), max(j0, 90), min(j1, 150)
+        if a0 >= a1 or b0 >= b1:
+            assert part is None
+            continue
+        assert part[0] == (a0, a1, b0, b1) and np.array_equal(part[2], hull)
+        assert np.array_equal(part[1], mask[b0 - j0:b1 - j0, a0 - i0:a1 - i0])
+        inside += int(part[1].sum())
+    assert inside > 0

@@ -396,11 +396,11 @@ class VisibilityCheck:
         from clevr_poc.rendering.render import scene_meshes
 
         minimum = self.min_pixels
-        meshes: list = []  # built when a ray or a footprint is needed
+        meshes: dict = {}  # built when a ray or a footprint needs them
 
         def mesh(k: int):
-            if not meshes:
-                meshes.extend(scene_meshes(complete))
+            if k not in meshes:
+                meshes[k] = scene_meshes(complete, indices=[k])[0]
             return meshes[k]
         offending = {}
         for k, (shown_max, footprint_min, footprint_max) in upper_bounds(found, camera, unsure).items():
@@ -412,13 +412,15 @@ class VisibilityCheck:
         if unsure:
             boxes = {k: silhouette_box(silhouette[1]) for k, silhouette in found.items()}
             subset = sorted(set(unsure) | {j for j in boxes for k in unsure if boxes_meet(boxes[j], boxes[k])})
-            footprints = hull_footprints([mesh(j) for j in subset], camera)
+            own = dict(zip(unsure, hull_footprints([mesh(k) for k in unsure], camera)))
             # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
-            boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
-                            if k in unsure and footprints[position] is not None]
+            boxes_unsure = [footprint[0] for footprint in own.values() if footprint is not None]
             window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
                        min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure))
                       if boxes_unsure else (0, 0, 0, 0))
+            others = [j for j in subset if j not in own]        # their footprints within the window only
+            own.update(zip(others, hull_footprints([mesh(j) for j in others], camera, window)))
+            footprints = [own[j] for j in subset]
             counts = _visible_pixels(ordered_index_map([mesh(j) for j in subset], camera, footprints, window),
                                      len(subset))
             for position, k in enumerate(subset):

@@ -36,9 +36,14 @@ GAP = 1e-6
 INSIDE_MARGIN = 1e-6
 
 
-def hull_footprints(meshes: Sequence[Mesh], camera: Camera) -> list:
+def hull_footprints(meshes: Sequence[Mesh], camera: Camera, window: tuple[int, int, int, int] | None = None
+                    ) -> list:
     """Per mesh: ``((i0, i1, j0, j1), inside, hull)``: :func:`clevr_poc.rendering.masks.mesh_footprints`' box and
     mask (the same computation) and the hull polygon (M, 2) they come from; None when it misses the image.
+
+    ``window`` ``(i0, i1, j0, j1)``: the box and mask of the footprint's part inside these columns and rows
+    only (image coordinates; None when nothing of it is there): the same pixels, as the mask's test is per
+    pixel (``_hull_mask`` equals its reference on any grid).
 
     Raises:
         ValueError: a mesh reaches behind the camera.
@@ -53,6 +58,8 @@ def hull_footprints(meshes: Sequence[Mesh], camera: Camera) -> list:
         i1 = min(int(np.ceil(hull[:, 0].max())) + 1, camera.width)
         j0 = max(int(np.floor(hull[:, 1].min())), 0)
         j1 = min(int(np.ceil(hull[:, 1].max())) + 1, camera.height)
+        if window is not None:
+            i0, i1, j0, j1 = max(i0, window[0]), min(i1, window[1]), max(j0, window[2]), min(j1, window[3])
         if i0 >= i1 or j0 >= j1 or len(hull) < 3:
             out.append(None)
             continue
