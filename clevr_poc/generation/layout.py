@@ -319,7 +319,8 @@ class VisibilityCheck:
         object is under it, ray-casts the partial image (removing the hidden object may uncover it).
 
         Cost: about 25 ms of CPU at 320 x 240 with 5-9 objects, half of it the projected convex hulls
-        (``benchmarks/visibility.py``, docs/rendering.md).
+        (``benchmarks/visibility.py``, docs/rendering.md); the decision-only check below about 1 ms on
+        average at 320 x 320 (5 ms for the full check; issue 27, ``benchmarks/visibility.py``).
 
         With ``exact_pixels=False`` (what the dataset generator uses) a cheap lower bound on every
         object's visible pixels (:func:`visible_pixel_bounds`, well under a millisecond) is tried first:
