@@ -79,7 +79,12 @@ def _monotonicity(args) -> dict:
         fast = check.check(scene, 0, camera_seed, exact_pixels=False)
         fast_cpu += time.process_time() - started
         decided_by_bound += fast.pixels is None and fast.ok
-        disagreements += (fast.ok, fast.image, fast.offending) != (outcome.ok, outcome.image, outcome.offending)
+        # the decision: ok, image, offending objects and reasons (an object its upper bound rejects has no count,
+        # None; any count given must be the full check's)
+        disagreements += ((fast.ok, fast.image, [(k, r) for k, _, r in fast.offending])
+                          != (outcome.ok, outcome.image, [(k, r) for k, _, r in outcome.offending])
+                          or any(p is not None and p != q for (_, p, _), (_, q, _) in zip(fast.offending,
+                                                                                          outcome.offending)))
         if not outcome.ok:
             continue
         complete_ok += 1

@@ -47,7 +47,11 @@ def test_bounds_bracket_the_ray_cast_counts_on_random_layouts():
                           vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
                 lower = lower_bounds(found, camera, len(meshes), range(len(meshes)))
                 upper = upper_bounds(found, camera, range(len(meshes)))
+                boxed = lower_bounds(found, camera, len(meshes), range(len(meshes)), enough=40)
                 for k in range(len(meshes)):
+                    # the box shortcut: still a bound, the same side of the threshold, the rows' bound or >= 40
+                    assert boxed[k] <= lower[k] and (boxed[k] >= 40) == (lower[k] >= 40)
+                    assert boxed[k] == lower[k] or boxed[k] >= 40
                     shown_max, footprint_min, footprint_max = upper[k]
                     assert lower[k] <= exact[k] <= shown_max
                     assert footprint_min <= footprints[k] <= footprint_max
@@ -131,3 +135,55 @@ def test_moved_object_equals_dataclasses_replace():
     assert type(new) is SceneObject and new == old and hash(new) == hash(old)
     assert all(getattr(new, f.name) == getattr(old, f.name) for f in fields(SceneObject))
     assert new.extra is obj.extra and new.json_spelling is old.json_spelling and obj.rotation == 10.0
+
+
+def test_stacked_silhouettes_equal_those_of_the_separate_points():
+    """One transform per object (inner and outer points in one array) gives the very silhouettes of
+    :func:`vertex_silhouettes` over :func:`scene_bound_points`: the same floats, the same extremes."""
+    import numpy as np
+
+    from clevr_poc.generation.bound_solids import scene_bound_array
+    from clevr_poc.generation.pixel_bounds import stacked_silhouettes
+
+    compared = 0
+    sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 5, 0), env_id=0))
+    rng = random.Random(5)
+    while compared < 60:
+        try:
+            scene = place_objects(sampler.sample(rng), rng).scene
+        except PlacementError:
+            continue
+        camera = scene_camera(rng.getrandbits(32))
+        points, inner_counts, outer_counts = scene_bound_array(scene)
+        inner, outer = _points(scene)
+        assert inner_counts == [len(p) for p in inner] and outer_counts == [len(p) for p in outer]
+        assert np.array_equal(points, np.concatenate([q for pair in zip(inner, outer) for q in pair]))
+        old = vertex_silhouettes(inner, camera, outer)
+        new = stacked_silhouettes(points, inner_counts, outer_counts, camera)
+        assert sorted(new) == list(range(len(scene.objects)))
+        for k, (corners, support, near, far) in old.items():
+            assert np.array_equal(new[k][0], corners) and np.array_equal(new[k][1], support)
+            assert (new[k][2], new[k][3]) == (near, far)
+            compared += 1
+
+
+def test_box_overlaps_count_the_occluders_boxes_within_the_rows_box():
+    """Two occluders of object 0 (rows box: columns 10..29, rows 5..14): object 1's support box spans u 20..40
+    and v 0..8, i.e. columns 18..41 and rows -2..9 with ``floor(lo - 0.5) - 1`` and ``ceil(hi - 0.5) + 1``
+    (12 x 5 pixels inside the rows box); object 2's u 0..12 and v 12..30, columns -2..13 and rows 10..31
+    (4 x 5); object 3 is not an occluder of object 0."""
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _HALF, _QUARTER, SILHOUETTE_DIRECTIONS, _box_overlaps
+
+    def support(u0, u1, v0, v1):
+        s = np.zeros(SILHOUETTE_DIRECTIONS)
+        s[0], s[_HALF], s[_QUARTER], s[3 * _QUARTER] = u1, -u0, v1, -v0
+        return s
+
+    found = {0: (None, support(10, 30, 5, 15), 0, 0), 1: (None, support(20, 40, 0, 8), 0, 0),
+             2: (None, support(0, 12, 12, 30), 0, 0), 3: (None, support(0, 100, 0, 100), 0, 0)}
+    pairs = np.array([[False, True, True, False]])
+    rows_box = (np.array([10]), np.array([30]), np.array([5]), np.array([15]))
+    support = np.array([found[j][1] for j in range(4)])
+    assert _box_overlaps(support, pairs, rows_box).tolist() == [12 * 5 + 4 * 5]

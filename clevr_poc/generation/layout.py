@@ -319,7 +319,8 @@ class VisibilityCheck:
         object is under it, ray-casts the partial image (removing the hidden object may uncover it).
 
         Cost: about 25 ms of CPU at 320 x 240 with 5-9 objects, half of it the projected convex hulls
-        (``benchmarks/visibility.py``, docs/rendering.md).
+        (``benchmarks/visibility.py``, docs/rendering.md); the decision-only check below about 1 ms on
+        average at 320 x 320 (5 ms for the full check; issue 27, ``benchmarks/visibility.py``).
 
         With ``exact_pixels=False`` (what the dataset generator uses) a cheap lower bound on every
         object's visible pixels (:func:`visible_pixel_bounds`, well under a millisecond) is tried first:
@@ -333,18 +334,20 @@ class VisibilityCheck:
                 object index.
         """
         from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-        from clevr_poc.generation.bound_solids import scene_bound_points
+        from clevr_poc.generation.bound_solids import scene_bound_array
+        from clevr_poc.generation.pixel_bounds import stacked_silhouettes
         from clevr_poc.rendering.render import scene_meshes
 
         if not 0 <= hidden < len(complete.objects):
             raise FormatError("hidden must be an object index", field="hidden", value=hidden)
         camera = _camera(camera_seed, self.width, self.height)
         if not exact_pixels and self.scope == "both":
-            inner, outer = scene_bound_points(complete)  # a few hundred points per object, no Mesh
-            found = vertex_silhouettes(inner, camera, outer)
+            # a few hundred inner and outer points per object (no Mesh), as :func:`vertex_silhouettes` of
+            # :func:`scene_bound_points` (the same silhouettes) at one transform per object
+            found = stacked_silhouettes(*scene_bound_array(complete), camera)
             if found is not None:
                 count = len(complete.objects)
-                bounds = lower_bounds(found, camera, count, range(count))
+                bounds = lower_bounds(found, camera, count, range(count), enough=self.min_pixels)
                 unsure = [k for k, b in enumerate(bounds) if b < self.min_pixels]
                 if not unsure:
                     return VisibilityOutcome(True, None)
@@ -385,17 +388,20 @@ class VisibilityCheck:
         such an object's mask is in that subset (kept in index order), so the subset's index map labels
         those pixels exactly as the full one does: their pixel counts, hence the failing objects and
         their reasons, are those of the full check; the others passed the bound. The map covers only the
-        box of those objects' footprints (``instance_index_map(window=...)``: the same labels there)."""
+        box of those objects' footprints (``instance_index_map(window=...)``: the same labels there), and
+        :func:`~clevr_poc.rendering.ordered_map.ordered_index_map` gives it with rays cast only where the
+        objects' order along the rays is not known from their positions (the same labels, tested)."""
         from clevr_poc.generation.pixel_bounds import upper_bounds
-        from clevr_poc.rendering.masks import footprint_pixels, instance_index_map, mesh_footprints
+        from clevr_poc.rendering.masks import footprint_pixels
+        from clevr_poc.rendering.ordered_map import hull_footprints, ordered_index_map
         from clevr_poc.rendering.render import scene_meshes
 
         minimum = self.min_pixels
-        meshes: list = []  # built when a ray or a footprint is needed
+        meshes: dict = {}  # built when a ray or a footprint needs them
 
         def mesh(k: int):
-            if not meshes:
-                meshes.extend(scene_meshes(complete))
+            if k not in meshes:
+                meshes[k] = scene_meshes(complete, indices=[k])[0]
             return meshes[k]
         offending = {}
         for k, (shown_max, footprint_min, footprint_max) in upper_bounds(found, camera, unsure).items():
@@ -407,14 +413,16 @@ class VisibilityCheck:
         if unsure:
             boxes = {k: silhouette_box(silhouette[1]) for k, silhouette in found.items()}
             subset = sorted(set(unsure) | {j for j in boxes for k in unsure if boxes_meet(boxes[j], boxes[k])})
-            footprints = mesh_footprints([mesh(j) for j in subset], camera)
+            own = dict(zip(unsure, hull_footprints([mesh(k) for k in unsure], camera)))
             # the index map of the unsure objects' footprint boxes only: their pixels, labelled as in the full map
-            boxes_unsure = [footprints[position][0] for position, k in enumerate(subset)
-                            if k in unsure and footprints[position] is not None]
+            boxes_unsure = [footprint[0] for footprint in own.values() if footprint is not None]
             window = ((min(b[0] for b in boxes_unsure), max(b[1] for b in boxes_unsure),
                        min(b[2] for b in boxes_unsure), max(b[3] for b in boxes_unsure))
                       if boxes_unsure else (0, 0, 0, 0))
-            counts = _visible_pixels(instance_index_map([mesh(j) for j in subset], camera, footprints, window),
+            others = [j for j in subset if j not in own]        # their footprints within the window only
+            own.update(zip(others, hull_footprints([mesh(j) for j in others], camera, window)))
+            footprints = [own[j] for j in subset]
+            counts = _visible_pixels(ordered_index_map([mesh(j) for j in subset], camera, footprints, window),
                                      len(subset))
             for position, k in enumerate(subset):
                 if k in unsure and counts[position] < minimum:

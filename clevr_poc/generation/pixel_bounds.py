@@ -21,6 +21,12 @@ _ANGLES = [2.0 * math.pi * k / SILHOUETTE_DIRECTIONS for k in range(SILHOUETTE_D
 _QUARTER, _HALF = SILHOUETTE_DIRECTIONS // 4, SILHOUETTE_DIRECTIONS // 2
 #: The unit vectors ``d_k`` of those directions, (K, 2).
 _DIRECTIONS = np.array([[math.cos(a), math.sin(a)] for a in _ANGLES])
+_C, _S = _DIRECTIONS[:, 0], _DIRECTIONS[:, 1]
+_VERTICAL = np.abs(_C) < 1e-12                          # the directions along v (an outer polygon's top and bottom)
+_NEXT = (np.arange(SILHOUETTE_DIRECTIONS) + 1) % SILHOUETTE_DIRECTIONS
+_PREVIOUS = (np.arange(SILHOUETTE_DIRECTIONS) - 1) % SILHOUETTE_DIRECTIONS
+#: det [d_k; d_k+1] (the same for every k): lines k and k + 1 cross at v = (c_k h_k+1 - c_k+1 h_k) / det.
+_DET = _C[0] * _S[1] - _C[1] * _S[0]
 #: Safety margin of the bound, in pixels (far above the rounding of the ray-cast masks, 1e-9 px).
 _MARGIN = 1e-6
 
@@ -119,6 +125,46 @@ def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dic
     return found
 
 
+def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_counts: list[int], camera
+                        ) -> dict | None:
+    """:func:`vertex_silhouettes` of ``(inner, outer)`` points given object by object in one array
+    (:func:`.bound_solids.scene_bound_array`: object k's inner points, then its outer ones): the same
+    silhouettes (the same float operations on each point and the same extremes; tested equal), keyed by
+    object index; None when a point lies behind the camera."""
+    n = len(inner_counts)
+    if not n:
+        return {}
+    cam = points @ camera.rotation.T + camera.translation
+    depth = cam[:, 2]
+    if not np.all(depth > 0):
+        return None
+    uvw = cam @ camera.K.T
+    uv = np.empty((2, len(cam)))
+    np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
+    np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
+    support_all = _DIRECTIONS @ uv                                       # (K, V)
+    sizes = np.array(inner_counts) + np.array(outer_counts)
+    starts = np.cumsum(sizes) - sizes                                     # object k's first (inner) point
+    bounds = np.empty(2 * n, dtype=np.int64)                              # inner, outer, inner, outer, ...
+    bounds[0::2] = starts
+    bounds[1::2] = starts + np.array(inner_counts)
+    nears = np.minimum.reduceat(depth, bounds)[1::2].tolist()
+    fars = np.maximum.reduceat(depth, bounds)[1::2].tolist()
+    values = np.maximum.reduceat(support_all, bounds, axis=1)[:, 1::2].T                  # (n, K)
+    extremes = np.stack([support_all[:, start:start + size].argmax(axis=1)
+                         for start, size in zip(starts.tolist(), inner_counts)]) + starts[:, None]   # (n, K)
+    keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)
+    keep[~keep.any(axis=1), 0] = True
+    counts = keep.sum(axis=1).tolist()
+    corners = uv[:, extremes[keep]].T
+    found = {}
+    offset = 0
+    for position, count in enumerate(counts):
+        found[position] = (corners[offset:offset + count], values[position], nears[position], fars[position])
+        offset += count
+    return found
+
+
 def silhouette_box(support) -> tuple[float, float, float, float]:
     """(u_min, u_max, v_min, v_max) of a silhouette from its support values."""
     return -support[_HALF], support[0], -support[3 * _QUARTER], support[_QUARTER]
@@ -128,21 +174,31 @@ def boxes_meet(a, b, margin: float = 1.0) -> bool:
     return a[0] <= b[1] + margin and b[0] <= a[1] + margin and a[2] <= b[3] + margin and b[2] <= a[3] + margin
 
 
-def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None = None) -> list[int]:
+def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None = None, *,
+                 enough: int | None = None) -> list[int]:
     """:func:`visible_pixel_bounds` from the :func:`silhouettes` ``found``: the same numbers as
     the object-by-object code before it (``tests/pixel_bounds_reference.py``, tested equal), with the inner polygons' row intervals of all objects and the
     outer polygons' of all occluders each computed in one pass of array operations (the very float
     operations of :func:`_inner_rows` and :func:`_outer_rows`, row by row; issue 27: the per-object
-    calls on small arrays were most of the bound's time)."""
+    calls on small arrays were most of the bound's time).
+
+    ``enough``: when given, an object whose inner polygon keeps at least ``enough`` pixels after taking away
+    every pixel of its possible occluders' bounding boxes (:func:`_box_overlaps`) gets that smaller bound
+    (still a lower bound, >= ``enough``) without its rows being counted (what the visibility check needs:
+    whether each object reaches its threshold)."""
     H, W = camera.height, camera.width
     bounds = [0] * count
     shown = list(shown)
+    polygons = [k for k in shown if len(found[k][0]) >= 3]
     objects, spans = [], []                              # objects with a polygon and rows in the image
-    for k in shown:
-        inner = found[k][0]
-        if len(inner) >= 3:
-            j0 = max(int(math.floor(inner[:, 1].min())), 0)
-            j1 = min(int(math.ceil(inner[:, 1].max())) + 1, H)
+    if polygons:
+        sizes = [len(found[k][0]) for k in polygons]
+        v = np.concatenate([found[k][0][:, 1] for k in polygons])
+        starts = np.cumsum(sizes) - sizes
+        low = np.floor(np.minimum.reduceat(v, starts)).tolist()
+        high = np.ceil(np.maximum.reduceat(v, starts)).tolist()
+        for k, lo, hi in zip(polygons, low, high):
+            j0, j1 = max(int(lo), 0), min(int(hi) + 1, H)
             if j0 < j1:
                 objects.append(k)
                 spans.append((j0, j1))
@@ -150,14 +206,20 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
         first, last, row_start = _inner_intervals([found[k][0] for k in objects], spans, W)
         widths = np.maximum(last - first + 1, 0)
         starts = row_start[:-1]
-        plain = np.add.reduceat(widths, starts).tolist()  # the pixels of each inner polygon
-        occluded = _may_be_occluded(found, objects, shown, spans, first, last, starts)
+        plain = np.add.reduceat(widths, starts)          # the pixels of each inner polygon
+        support = np.array([found[j][1] for j in shown])                            # (shown, K)
+        pairs, rows_box = _occluder_pairs(found, objects, shown, support, spans, first, last, starts)
+        if enough is not None and pairs.any():
+            # an occluder covers at most the pixels of its box within the rows' box: objects that keep
+            # ``enough`` pixels even so need no row-exact count (their bound is that smaller number)
+            boxed = plain - _box_overlaps(support, pairs, rows_box)
+            proven = boxed >= enough
+            plain = np.where(proven, boxed, plain)
+            pairs = pairs & ~proven[:, None]
+        if pairs.any():
+            plain = plain - _covered_pixels(support, pairs, spans, first, last, row_start)
         for position, k in enumerate(objects):
-            if occluded[position]:
-                a, b = row_start[position], row_start[position + 1]
-                bounds[k] = _visible_in_rows(found, k, shown, spans[position][0], first[a:b], last[a:b])
-            else:
-                bounds[k] = int(plain[position])
+            bounds[k] = int(plain[position])
     if min_pixels is not None:  # the reference stops at the first object under the threshold
         for position, k in enumerate(shown):
             if bounds[k] < min_pixels:
@@ -170,43 +232,68 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
 def _inner_intervals(polygons: list, spans: list, width: int):
     """Pixel columns ``first..last`` (int64, clipped to the image; empty: last < first) strictly inside each
     polygon (:func:`_inner_rows`) in each of its rows ``spans[k]`` = (j0, j1), all polygons' rows
-    concatenated; and where each polygon's rows start in them ((len + 1,) list)."""
+    concatenated; and where each polygon's rows start in them ((len + 1,) list).
+
+    Each row is tested against the edges whose v-range, widened by a pixel, holds it (:func:`_row_edges`), with
+    :func:`_inner_rows`' float operations: in a convex polygon the other edges' lines lie farther out on that
+    row (exactly; by far more than the rounding near a vertex, where both edges are tested), so these are
+    its intervals, at O(rows) instead of O(rows x edges) (issue 27). A row without a lower or an upper edge
+    (none in a convex polygon of area) is left empty, which keeps the bound a bound."""
     sizes = [len(polygon) for polygon in polygons]
-    edges = max(sizes)
-    a = np.zeros((len(polygons), edges, 2))
-    b = np.zeros((len(polygons), edges, 2))
-    valid = np.zeros((len(polygons), edges), dtype=bool)
-    for position, polygon in enumerate(polygons):
-        size = sizes[position]
-        a[position, :size] = polygon
-        b[position, :size - 1] = polygon[1:]
-        b[position, size - 1] = polygon[0]
-        valid[position, :size] = True
-    ex, ey = b[..., 0] - a[..., 0], b[..., 1] - a[..., 1]
+    starts = np.cumsum([0] + sizes[:-1])
+    a = np.concatenate(polygons)                                            # (E, 2) all edges' starts
+    following = np.arange(len(a)) + 1
+    following[starts + np.array(sizes) - 1] = starts                        # each polygon's last edge closes it
+    b = a[following]
+    ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
     length = np.hypot(ex, ey)
     rows = [j1 - j0 for j0, j1 in spans]
     row_start = np.concatenate(([0], np.cumsum(rows))).tolist()
-    owner = np.repeat(np.arange(len(polygons)), rows)                      # (R,) polygon of each row
-    v = np.concatenate([np.arange(j0, j1) for j0, j1 in spans]) + 0.5
-    ex_r, ey_r, valid_r = ex[owner], ey[owner], valid[owner]
-    rhs = _MARGIN * length[owner] - ex_r * (v[:, None] - a[owner, :, 1]) - ey_r * a[owner, :, 0]
-    coef = -ey_r
+    owner = np.repeat(np.arange(len(polygons)), sizes)                      # (E,) polygon of each edge
+    j0 = np.array([span[0] for span in spans])[owner]
+    j1 = np.array([span[1] for span in spans])[owner]
+    edge, row = _row_edges(np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1]), j0, j1)
+    v = row + 0.5
+    coef = -ey[edge]
+    rhs = _MARGIN * length[edge] - ex[edge] * (v - a[edge, 1]) - ey[edge] * a[edge, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = rhs / coef
-    inf = np.inf
-    lo = np.where(valid_r & (coef > 0), bound, -inf).max(axis=1)
-    hi = np.where(valid_r & (coef < 0), bound, inf).min(axis=1)
-    flat_fail = (valid_r & (coef == 0) & (rhs >= 0)).any(axis=1)
-    lo = np.where(flat_fail, inf, lo)
+    at = np.asarray(row_start)[owner[edge]] + (row - j0[edge])              # the pair's row among all rows
+    total = row_start[-1]
+    lo = np.full(total, -np.inf)
+    hi = np.full(total, np.inf)
+    lower, upper = coef > 0, coef < 0
+    np.maximum.at(lo, at[lower], bound[lower])
+    np.minimum.at(hi, at[upper], bound[upper])
+    missing = np.ones(total, dtype=bool)
+    missing[at[lower]] = False
+    missing_upper = np.ones(total, dtype=bool)
+    missing_upper[at[upper]] = False
+    flat_fail = np.zeros(total, dtype=bool)
+    flat_fail[at[(coef == 0) & (rhs >= 0)]] = True
+    lo = np.where(flat_fail | missing | missing_upper, np.inf, lo)
     first = np.clip(np.floor(lo - 0.5) + 1, 0, width).astype(np.int64)      # i + 0.5 > lo
     last = np.clip(np.ceil(hi - 0.5) - 1, -1, width - 1).astype(np.int64)    # i + 0.5 < hi
     return first, last, row_start
 
 
-def _may_be_occluded(found: dict, objects: list, shown: list, spans: list, first, last, starts) -> list[bool]:
-    """Per object of ``objects``: whether some other object of ``shown`` may cover pixels of its inner
-    polygon's rows (the tests of :func:`_visible_in_rows`, for all pairs at once; False: its bound is its
-    inner polygon's pixels)."""
+def _row_edges(v_min, v_max, j0, j1):
+    """(edge, row) pairs: for each edge e (v-range ``v_min[e]..v_max[e]``, pixel rows ``j0[e] <= j < j1[e]``
+    of its polygon), the rows j whose centre ``j + 0.5`` lies within one pixel of that range, edge by edge."""
+    lo = np.maximum(np.ceil(v_min - 1.5), j0)
+    hi = np.minimum(np.floor(v_max + 0.5), j1 - 1)
+    count = np.maximum(hi - lo + 1, 0).astype(np.int64)
+    edge = np.repeat(np.arange(len(count)), count)
+    offset = np.arange(len(edge)) - np.repeat(np.cumsum(count) - count, count)
+    return edge, lo.astype(np.int64)[edge] + offset
+
+
+def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray, spans: list, first, last,
+                   starts) -> tuple:
+    """(len(objects), len(shown)) booleans: whether object ``shown[q]`` may cover pixels of the inner polygon
+    rows of ``objects[p]``, for all pairs at once: not the object itself, not certainly behind it (depth
+    ranges), its bounding box within a pixel of the rows' box; an object without a pixel in its rows has
+    none."""
     rows = last >= first
     big = np.iinfo(np.int64).max
     count = np.add.reduceat(rows.astype(np.int64), starts)
@@ -220,44 +307,113 @@ def _may_be_occluded(found: dict, objects: list, shown: list, spans: list, first
     v_hi = (r1 - starts + j0 + 1).astype(float)
     far = np.array([found[k][3] for k in objects])
     near = np.array([found[j][2] for j in shown])
-    support = np.array([found[j][1] for j in shown])
     behind = far[:, None] + _MARGIN < near[None, :]
     misses = ((support[None, :, 0] < i0[:, None] - 1) | (-support[None, :, _HALF] > i1[:, None] + 1)
               | (support[None, :, _QUARTER] < v_lo[:, None] - 1) | (-support[None, :, 3 * _QUARTER] > v_hi[:, None] + 1))
     same = np.array(objects)[:, None] == np.array(shown)[None, :]
-    return ((~behind & ~misses & ~same).any(axis=1) & (count > 0)).tolist()
+    return ~behind & ~misses & ~same & (count > 0)[:, None], (i0, i1, v_lo, v_hi)
 
 
-def _visible_in_rows(found: dict, k: int, shown, j0: int, first, last) -> int:
-    """Pixels of columns ``first..last`` of rows ``j0, j0 + 1, ...`` (object k's inner polygon) outside the
-    outer polygon of every object of ``shown`` that may be in front of k (:func:`visible_pixel_bounds`)."""
-    rows = last >= first
-    if not rows.any():
-        return 0
-    v = np.flatnonzero(rows) + (j0 + 0.5)
-    first, last = first[rows], last[rows]
-    i0, i1 = int(first.min()), int(last.max()) + 1
-    u_lo, u_hi, v_lo, v_hi = i0, i1, v[0] - 0.5, v[-1] + 0.5
-    far = found[k][3]
-    occluders = []
-    for j in shown:
-        if j == k:
-            continue
-        _, support_j, near_j, _ = found[j]
-        if far + _MARGIN < near_j:                      # j is behind k on every ray
-            continue
-        # j's bounding box (directions 0, pi/2, pi, 3pi/2) misses k's rows and columns
-        if (support_j[0] < u_lo - 1 or -support_j[_HALF] > u_hi + 1 or support_j[_QUARTER] < v_lo - 1
-                or -support_j[3 * _QUARTER] > v_hi + 1):
-            continue
-        occluders.append(support_j)
-    if not occluders:
-        return int((last - first + 1).sum())
-    centres = np.arange(i0, i1) + 0.5
-    mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
-    olo, ohi = _outer_rows(_DIRECTIONS, np.array(occluders)[:, None, :], v)   # (occluders, rows) each
-    mask &= ~((centres >= olo[..., None]) & (centres <= ohi[..., None])).any(axis=0)
-    return int(mask.sum())
+def _box_overlaps(support: np.ndarray, pairs: np.ndarray, rows_box) -> np.ndarray:
+    """Per object (row of ``pairs``): the pixel centres of its rows' box (columns ``i0 <= i < i1``, rows
+    ``v_lo <= j < v_hi``, :func:`_occluder_pairs`) inside the bounding box of each of its possible
+    occluders (columns of ``pairs``, support values ``support`` (shown, K)), summed over them ((n,) int64): at
+    least the pixels their outer polygons cover there (each lies in its support box; the box's pixel ranges
+    are widened by one or two columns and rows on each side)."""
+    i0, i1, v_lo, v_hi = rows_box
+    u_min, u_max = np.floor(-support[:, _HALF] - 0.5) - 1, np.ceil(support[:, 0] - 0.5) + 1
+    w_min, w_max = np.floor(-support[:, 3 * _QUARTER] - 0.5) - 1, np.ceil(support[:, _QUARTER] - 0.5) + 1
+    columns = (np.minimum(u_max[None, :], (i1 - 1)[:, None]) - np.maximum(u_min[None, :], i0[:, None]) + 1)
+    rows = (np.minimum(w_max[None, :], (v_hi - 1)[:, None]) - np.maximum(w_min[None, :], v_lo[:, None]) + 1)
+    overlap = np.maximum(columns, 0) * np.maximum(rows, 0)
+    return np.where(pairs, overlap, 0).sum(axis=1).astype(np.int64)
+
+
+def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, last, row_start: list
+                    ) -> np.ndarray:
+    """Per object position: the pixels of its inner polygon's rows (columns ``first..last``, the
+    :func:`_inner_intervals` rows) that the outer polygon of an object of ``pairs`` (support values ``support``
+    (shown, K)) covers, (n,) int64: what the
+    object-by-object bound (``tests/pixel_bounds_reference.py``) masks out, for all objects at once (issue 27:
+    its per-object array calls were most of the bound's time).
+
+    Every (object, occluder, row) gets the occluder's closed interval of :func:`_outer_intervals`, turned into
+    the pixel columns ``i`` with ``lo <= i + 0.5 <= hi`` (the float comparisons themselves settle the rounding
+    of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows."""
+    position, occluder = np.nonzero(pairs)
+    starts = np.asarray(row_start)
+    counts = starts[1:] - starts[:-1]
+    spans_j0 = np.array([span[0] for span in spans])
+    j0 = spans_j0[position]
+    lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + counts[position])
+    pair_of = np.repeat(np.arange(len(position)), counts[position])
+    row_of = np.arange(len(pair_of)) - pair_start[pair_of] + starts[position][pair_of]    # among all rows
+    a = np.ceil(lo - 0.5)                               # the first column with lo <= a + 0.5
+    a = np.where(a - 0.5 >= lo, a - 1, a)
+    a = np.where(a + 0.5 < lo, a + 1, a)
+    b = np.floor(hi - 0.5)                              # the last column with b + 0.5 <= hi
+    b = np.where(b + 1.5 <= hi, b + 1, b)
+    b = np.where(b + 0.5 > hi, b - 1, b)
+    per_row = _union_pixels(row_of, a, b, first, last)
+    return np.add.reduceat(per_row, starts[:-1]) if len(per_row) else np.zeros(len(counts), dtype=np.int64)
+
+
+def _outer_intervals(support: np.ndarray, j0, j1):
+    """:func:`_outer_rows`' closed intervals ``[lo, hi]`` of the outer polygons of ``support`` (m, K) in the
+    pixel rows ``j0[i] <= j < j1[i]`` of each (their centres ``j + 0.5``), all items' rows concatenated, and
+    where each item's rows start ((m,) int64).
+
+    Each row is tested against the support lines whose edge of the polygon, widened by a pixel, holds it (line
+    l's edge lies between its crossings with lines l - 1 and l + 1, or within, when a neighbour is redundant),
+    with :func:`_outer_rows`' float operations, and against the two lines along u (rows above or below the
+    polygon are empty): the other lines lie farther out on that row (issue 27: O(rows) instead of O(rows x
+    K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette."""
+    j0, j1 = np.asarray(j0), np.asarray(j1)
+    rows = j1 - j0
+    item_start = np.cumsum(rows) - rows
+    item_of = np.repeat(np.arange(len(rows)), rows)
+    v = (np.arange(len(item_of)) - item_start[item_of] + j0[item_of]) + 0.5
+    shifted = support + _MARGIN
+    crossing = (shifted[:, _NEXT] * _C[None, :] - shifted * _C[_NEXT][None, :]) / _DET          # (m, K)
+    v_min = np.minimum(crossing, crossing[:, _PREVIOUS]).ravel()
+    v_max = np.maximum(crossing, crossing[:, _PREVIOUS]).ravel()
+    line_j0 = np.repeat(j0, SILHOUETTE_DIRECTIONS)
+    line, row = _row_edges(v_min, v_max, line_j0, np.repeat(j1, SILHOUETTE_DIRECTIONS))
+    item, direction = np.divmod(line, SILHOUETTE_DIRECTIONS)
+    at = item_start[item] + (row - line_j0[line])                                    # its (item, row)
+    c = _C[direction]
+    rhs = shifted[item, direction] - (row + 0.5) * _S[direction]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = rhs / c
+    lo = np.full(len(item_of), -np.inf)
+    hi = np.full(len(item_of), np.inf)
+    left, right = ~_VERTICAL[direction] & (c < 0), ~_VERTICAL[direction] & (c > 0)
+    np.maximum.at(lo, at[left], bound[left])
+    np.minimum.at(hi, at[right], bound[right])
+    empty = ((shifted[item_of][:, _VERTICAL] - v[:, None] * _S[_VERTICAL][None, :]) < 0).any(axis=1)
+    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi), item_start
+
+
+def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
+    """Per row r of ``first``/``last`` (columns ``first[r]..last[r]``): how many of its columns lie in some
+    column range ``a[i]..b[i]`` (float, may be infinite) with ``row_of[i] == r``; (rows,) int64. Counted on a
+    difference array of the rows' own pixels (+1 at a range's start, -1 after its end, running sums > 0)."""
+    per_row = np.zeros(len(first), dtype=np.int64)
+    f, g = first[row_of], last[row_of]
+    a = np.maximum(a, f)
+    b = np.minimum(b, g)
+    hit = a <= b
+    if not hit.any():
+        return per_row
+    row_of, a, b, f = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64), f[hit]
+    local_rows, row_index = np.unique(row_of, return_inverse=True)
+    width = int((last[local_rows] - first[local_rows]).max()) + 2
+    base = row_index * width
+    marks = (np.bincount(base + (a - f), minlength=len(local_rows) * width)
+             - np.bincount(base + (b - f + 1), minlength=len(local_rows) * width))
+    cover = np.cumsum(marks.reshape(len(local_rows), width), axis=1)[:, :width - 1] > 0
+    per_row[local_rows] = cover.sum(axis=1)
+    return per_row
 
 
 def _inner_rows(polygon, v):

@@ -197,16 +197,18 @@ def _lift(shape: str, cone_lift: float) -> float:
 
 
 def scene_meshes(scene: Scene, style: str | RenderStyle = DEFAULT_STYLE, *, cone_lift: float = 0.0,
-                 unit_meshes: dict[str, Mesh] | None = None) -> list[Mesh]:
+                 unit_meshes: dict[str, Mesh] | None = None, indices: Sequence[int] | None = None) -> list[Mesh]:
     """World meshes of the scene's objects (index order) in ``style`` (its mesh set and cube scale);
-    ``unit_meshes`` (shape -> unit mesh) replaces the style's meshes (the official files' hulls, ``assets``).
+    ``unit_meshes`` (shape -> unit mesh) replaces the style's meshes (the official files' hulls, ``assets``);
+    ``indices``: only these objects' meshes, in that order (the same meshes).
 
     Raises:
         FormatError: an object without position, or an unknown style.
     """
     st = get_style(style)
     meshes = []
-    for i, obj in enumerate(scene.objects):
+    for i in range(len(scene.objects)) if indices is None else indices:
+        obj = scene.objects[i]
         x, y = _object_xy(obj, i)
         offset = (0.0, 0.0, _lift(obj.shape, cone_lift))
         if unit_meshes is not None:
