@@ -96,6 +96,7 @@ class SceneCheck:
         self._pair_n = np.array([c.n for c in self.pairs], dtype=np.int64)
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
         self._candidate_cache: tuple | None = None
+        self._row_cache: tuple | None = None
 
     def feasible(self, X: np.ndarray) -> np.ndarray:
         """Rows of ``X`` (shape (B, N), type ids) that are complete scenes (bool, shape (B,)).
@@ -228,6 +229,77 @@ class SceneCheck:
             count = (base[:, :, None] + count2[c, p, k1i] + count1[c, p, k2i] + count2[c, p, k1j]
                      + count1[c, p, k2j] + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
             ok &= self._pairs_ok(count)
+        return ok
+
+    # ------------------------------------------------------------------ one scene (P = 1)
+    # The Gibbs sampler's single chains (one sample at a time) spent most of their time in numpy's
+    # per-call overhead on (1, ...) arrays; these take one scene and give the same booleans as the
+    # methods above on a batch of one (issue 27; ``tests/test_scene_check_rows.py``).
+    def feasible_row(self, x: np.ndarray) -> bool:
+        """:meth:`feasible` of one scene: ``x`` (N,) type ids."""
+        N = len(x)
+        if (np.bincount(TYPE_REGION[x], minlength=NUM_REGIONS) > REGION_CAPACITY).any():
+            return False
+        if N > 1 and len(set((x // NUM_REGIONS).tolist())) < N:
+            return False
+        if len(self.objects) and not (self._flag[:, x].sum(axis=1) == self._flag_n).all():
+            return False
+        if len(self.pairs):
+            count = self._pair_base(x[None, :])[0][:, 0]  # (Cp,)
+            if not np.where(self._at_least, count >= self._pair_n, count < self._pair_n).all():
+                return False
+        return True
+
+    def object_replacements_row(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """:meth:`object_replacements` of one scene: ``others`` (N-1,), ``candidates`` (M,) -> (M,) bool."""
+        cached = self._row_cache
+        if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
+            codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
+                + self._key2[:, candidates] % (_MAX_VALUES + 1)
+            codes += (np.arange(len(self.pairs)) * (_MAX_VALUES + 1) ** 2)[:, None]      # (Cp, M) into (Cp*81,)
+            cached = self._row_cache = (candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates],
+                                        self._flag[:, candidates].astype(np.int64), codes)
+        _, description, region, flags, codes = cached
+        taken = np.zeros(NUM_TYPES // NUM_REGIONS, dtype=bool)
+        taken[others // NUM_REGIONS] = True
+        ok = ~taken[description]
+        full = np.bincount(TYPE_REGION[others], minlength=NUM_REGIONS) >= REGION_CAPACITY
+        if full.any():
+            ok &= ~full[region]
+        if len(self.objects):
+            need = self._flag_n - self._flag[:, others].sum(axis=1)  # (Co,): what the candidate must add
+            ok &= (flags == need[:, None]).all(axis=0)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others[None, :])  # (Cp, 1), (Cp, 1, 9)
+            table = base[:, 0, None, None] + count2[:, 0, :, None] + count1[:, 0, None, :]   # (Cp, 9, 9)
+            n = self._pair_n[:, None, None]
+            holds = np.where(self._at_least[:, None, None], table >= n, table < n).ravel()
+            ok &= holds[codes].all(axis=0)
+        return ok
+
+    def pair_replacements_row(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
+        """:meth:`pair_replacements` of one scene: ``others`` (N-2,), ``ti``, ``tj`` (D,) -> (D,) bool."""
+        taken = np.zeros(NUM_TYPES // NUM_REGIONS, dtype=bool)
+        taken[others // NUM_REGIONS] = True
+        di, dj = ti // NUM_REGIONS, tj // NUM_REGIONS
+        ok = ~taken[di] & ~taken[dj] & (di != dj)
+        occupancy = np.bincount(TYPE_REGION[others], minlength=NUM_REGIONS)
+        ri, rj = TYPE_REGION[ti], TYPE_REGION[tj]
+        both = 1 + (ri == rj)
+        ok &= (occupancy[ri] + both <= REGION_CAPACITY) & (occupancy[rj] + both <= REGION_CAPACITY)
+        if len(self.objects):
+            base = self._flag[:, others].sum(axis=-1)  # (Co,)
+            count = base[:, None] + self._flag[:, ti] + self._flag[:, tj]
+            ok &= (count == self._flag_n[:, None]).all(axis=0)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others[None, :])
+            count1, count2 = count1[:, 0], count2[:, 0]  # (Cp, 9)
+            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
+            c = np.arange(len(self.pairs))[:, None]
+            count = (base + count2[c, k1i] + count1[c, k2i] + count2[c, k1j] + count1[c, k2j]
+                     + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
+            n = self._pair_n[:, None]
+            ok &= np.where(self._at_least[:, None], count >= n, count < n).all(axis=0)
         return ok
 
     # ------------------------------------------------------------------ internals
