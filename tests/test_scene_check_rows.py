@@ -83,3 +83,23 @@ def test_one_chain_sweeps_specific_values():
 
 
 EXPECTED_CHAIN = [[161, 139, 758, 175, 754, 120, 185, 687]]
+
+
+@pytest.mark.parametrize("env", _ENVIRONMENTS)
+def test_draw_equals_the_table_by_table_reference(env):
+    """``StratifiedProposal.draw`` takes the option tables' uniforms in one call: the same proposals and the
+    same generator state afterwards as drawing table by table."""
+    proposal = _sampler(env).proposal
+    for size in (1, 2, 7, 32, 700):
+        fast, reference = np.random.default_rng(size), np.random.default_rng(size)
+        for _ in range(5):
+            assert np.array_equal(proposal.draw(fast, size), proposal._draw_reference(reference, size))
+        assert fast.random() == reference.random()
+
+
+def test_draw_specific_values():
+    """Environment 5 (seed 0; no counting constraint): two proposals from generator seed 0."""
+    assert _sampler(5).proposal.draw(np.random.default_rng(0), 2).tolist() == EXPECTED_DRAW
+
+
+EXPECTED_DRAW = [[672, 456, 296, 339, 11], [176, 579, 467, 447, 352]]
