@@ -103,3 +103,23 @@ def test_draw_specific_values():
 
 
 EXPECTED_DRAW = [[672, 456, 296, 339, 11], [176, 579, 467, 447, 352]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), objects=st.integers(1, 9), seed=st.integers(0, 2 ** 32 - 1))
+def test_pair_counts_equal_counting_every_pair(rows, objects, seed):
+    from clevr_poc.generation.scene_check import _pair_counts
+
+    gen = np.random.default_rng(seed)
+    k1, k2 = gen.integers(-1, 8, (2, rows, objects))
+    pairs = [sum(1 for i in range(objects) for j in range(objects) if i != j and k1[b, i] == k2[b, j] >= 0)
+             for b in range(rows)]
+    assert _pair_counts(k1, k2).tolist() == pairs
+
+
+def test_pair_counts_specific_values():
+    from clevr_poc.generation.scene_check import _pair_counts
+
+    # row 0: keys (0, 0, -1) on both sides: pairs (0, 1) and (1, 0); row 1: (2, -1, 2) against (2, 2, -1):
+    # (0, 1), (2, 0), (2, 1)
+    assert _pair_counts(np.array([[0, 0, -1], [2, -1, 2]]), np.array([[0, 0, -1], [2, 2, -1]])).tolist() == [2, 3]

@@ -335,7 +335,12 @@ def _region_counts(regions: np.ndarray) -> np.ndarray:
 
 
 def _pair_counts(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
-    """Ordered pairs i != j with k1[:, i] == k2[:, j] >= 0, per row (k1, k2: (B, N))."""
-    match = (k1[:, :, None] == k2[:, None, :]) & (k1[:, :, None] >= 0)
-    diagonal = ((k1 == k2) & (k1 >= 0)).sum(axis=1)
-    return match.sum(axis=(1, 2)) - diagonal
+    """Ordered pairs i != j with k1[:, i] == k2[:, j] >= 0, per row (k1, k2: (B, N), keys -1..7): the sum
+    over values v of (count of v in k1) x (count of v in k2), less the pairs i == j (issue 27: counted with
+    one bincount per side instead of comparing all (B, N, N) pairs; ``tests/test_scene_check_rows.py``)."""
+    B = k1.shape[0]
+    offset = (np.arange(B) * (_MAX_VALUES + 1))[:, None]  # key -1 counts in column 8, left out
+    count1 = np.bincount((offset + k1 % (_MAX_VALUES + 1)).ravel(), minlength=B * (_MAX_VALUES + 1))
+    count2 = np.bincount((offset + k2 % (_MAX_VALUES + 1)).ravel(), minlength=B * (_MAX_VALUES + 1))
+    products = (count1 * count2).reshape(B, _MAX_VALUES + 1)[:, :_MAX_VALUES].sum(axis=1)
+    return products - ((k1 == k2) & (k1 >= 0)).sum(axis=1)

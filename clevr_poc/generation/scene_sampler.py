@@ -66,6 +66,11 @@ from clevr_poc.generation.stratified_proposal import StratifiedProposal
 from clevr_poc.scene import Scene
 
 
+#: Rows of a rejection batch built and checked at a time (a batch of low acceptance is large, up to 4096,
+#: and usually ends well before its last row).
+_REJECTION_CHUNK = 256
+
+
 @dataclass
 class SamplerStats:
     """Counters of a :class:`SceneSampler` (cumulative since construction).
@@ -320,12 +325,15 @@ class SceneSampler:
         drawn = 0
         while drawn < budget and not self.proposal.empty:
             size = min(self.batch_size, budget - drawn)
-            X = self.proposal.draw(gen, size)
-            ok = np.flatnonzero(self.check.feasible(X))
-            if len(ok):
-                self.stats.proposals += int(ok[0]) + 1
-                self.stats.accepted += 1
-                return X[ok[0]].copy()
+            # the batch's proposals built and checked _REJECTION_CHUNK at a time, up to the first accepted
+            # one (the same proposal as checking the whole batch; every uniform is drawn either way)
+            chunks = self.proposal.draw_chunks(gen, size, _REJECTION_CHUNK)
+            for start, X in zip(range(0, size, _REJECTION_CHUNK), chunks):
+                ok = np.flatnonzero(self.check.feasible(X))
+                if len(ok):
+                    self.stats.proposals += start + int(ok[0]) + 1
+                    self.stats.accepted += 1
+                    return X[ok[0]].copy()
             drawn += size
             self.stats.proposals += size
         return None

@@ -107,13 +107,21 @@ class StratifiedProposal:
         ``size * N`` uniforms (the type within each cell). Consecutive draws of doubles are one stream,
         so the tables' uniforms are taken in one call (the same values as :meth:`_draw_reference`, which
         draws table by table; ``tests/test_scene_check_rows.py``)."""
+        return next(self.draw_chunks(gen, size, size))
+
+    def draw_chunks(self, gen: np.random.Generator, size: int, chunk: int) -> Iterator[np.ndarray]:
+        """:meth:`draw` of ``size`` proposals, built ``chunk`` rows at a time: every uniform is drawn from
+        ``gen`` before the first chunk (so ``gen`` ends where :meth:`draw` leaves it), the proposals of a
+        chunk only when it is asked for. A rejection sampler that stops at the first accepted proposal
+        builds (and checks) only the chunks up to it. Yields (min(chunk, rest), N) arrays."""
         N = self.num_objects
         last = len(self.occupancy_cdf) - 1
         pick = self.occupancy_cdf.searchsorted(gen.random(size), side="right")
         occupancy = self.occupancies[np.minimum(pick, last, out=pick)]          # (size, 4)
         block = self._block_of[np.arange(len(domain.REGIONS)), occupancy].T.ravel()  # (4 * size,): region-major
         element = np.flatnonzero(block >= 0)
-        element = element[np.argsort(block[element].astype(np.int16), kind="stable")]  # table order, then proposal (radix sort)
+        # table order, then proposal order (a stable sort of small ints: radix sort)
+        element = element[np.argsort(block[element].astype(np.int16), kind="stable")]
         block = block[element]
         u = gen.random(len(element))
         bounds = np.searchsorted(block, np.arange(len(self._block_cdf) + 1))
@@ -126,11 +134,15 @@ class StratifiedProposal:
         cells = np.full((len(domain.REGIONS) * size, REGION_CAPACITY), -1, dtype=np.int64)
         region, proposal = np.divmod(element, size)
         cells[proposal * len(domain.REGIONS) + region] = self._block_rows[self._block_start[block] + chosen]
-        cells = np.sort(cells.reshape(size, -1), axis=1)[:, cells.size // size - N:]  # the N real cells of every row
-        rows = np.arange(size)[:, None]
-        cells = cells[rows, np.argsort(gen.random((size, N)), axis=1)]
-        pos = (gen.random((size, N)) * self.cell_size[cells]).astype(np.int64)
-        return self.flat_types[self.cell_offset[cells] + pos]
+        cells = cells.reshape(size, -1)
+        order_u = gen.random((size, N))
+        pos_u = gen.random((size, N))
+        for lo in range(0, size, chunk):
+            hi = min(size, lo + chunk)
+            part = np.sort(cells[lo:hi], axis=1)[:, cells.shape[1] - N:]  # the N real cells of every row
+            part = part[np.arange(hi - lo)[:, None], np.argsort(order_u[lo:hi], axis=1)]
+            pos = (pos_u[lo:hi] * self.cell_size[part]).astype(np.int64)
+            yield self.flat_types[self.cell_offset[part] + pos]
 
     def _draw_reference(self, gen: np.random.Generator, size: int) -> np.ndarray:
         """:meth:`draw` as written before issue 27's third round (one masked assignment per option
