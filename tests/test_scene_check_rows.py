@@ -123,3 +123,26 @@ def test_pair_counts_specific_values():
     # row 0: keys (0, 0, -1) on both sides: pairs (0, 1) and (1, 0); row 1: (2, -1, 2) against (2, 2, -1):
     # (0, 1), (2, 0), (2, 1)
     assert _pair_counts(np.array([[0, 0, -1], [2, -1, 2]]), np.array([[0, 0, -1], [2, 2, -1]])).tolist() == [2, 3]
+
+
+@settings(max_examples=30, deadline=None)
+@given(env=st.sampled_from(_ENVIRONMENTS), seed=st.integers(0, 10_000))
+def test_pair_replacements_equal_the_fancy_indexing_reference(env, seed):
+    sampler = _sampler(env)
+    scenes = _scenes(sampler, seed, 6)
+    gen = np.random.default_rng(seed)
+    N = scenes.shape[1]
+    i, j = gen.choice(N, size=2, replace=False)
+    others = np.delete(scenes, [i, j], axis=1)
+    ti, tj = gen.integers(0, 768, (2, len(scenes), 40))
+    ti[:, 0], tj[:, 0] = scenes[:, i], scenes[:, j]  # the scenes themselves: feasible
+    fast = sampler.check.pair_replacements(others, ti, tj)
+    assert np.array_equal(fast, sampler.check._pair_replacements_reference(others, ti, tj))
+    assert fast[:, 0].all()
+
+
+def test_value_counts_specific_values():
+    from clevr_poc.generation.scene_check import _value_counts
+
+    keys = np.array([[[0, 0, -1, 7], [3, -1, -1, 3]]])  # (1, 2, 4)
+    assert _value_counts(keys).tolist() == [[[2, 0, 0, 0, 0, 0, 0, 1, 0], [0, 0, 0, 2, 0, 0, 0, 0, 0]]]

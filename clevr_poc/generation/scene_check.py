@@ -94,6 +94,8 @@ class SceneCheck:
         self._key1 = np.array([c.key1 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
         self._key2 = np.array([c.key2 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
         self._pair_n = np.array([c.n for c in self.pairs], dtype=np.int64)
+        self._key1_column = self._key1 % (_MAX_VALUES + 1)  # keys -1..7 as count columns 8, 0..7
+        self._key2_column = self._key2 % (_MAX_VALUES + 1)
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
         self._candidate_cache: tuple | None = None
         self._row_cache: tuple | None = None
@@ -198,6 +200,20 @@ class SceneCheck:
             ok &= self._pairs_ok(count)
         return ok
 
+    def _pair_replacements_reference(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
+        """:meth:`pair_replacements` with three-array fancy indexing (before issue 27's third round; kept for
+        the test)."""
+        P = others.shape[0]
+        ok = self._pair_replacements_unpaired(others, ti, tj)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
+            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(P)[None, :, None]
+            count = (base[:, :, None] + count2[c, p, k1i] + count1[c, p, k2i] + count2[c, p, k1j]
+                     + count1[c, p, k2j] + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
+            ok &= self._pairs_ok(count)
+        return ok
+
     def pair_replacements(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
         """Which candidate pairs (ti, tj) can join the other objects of each of P scenes.
 
@@ -209,6 +225,25 @@ class SceneCheck:
         Returns:
             (P, D) bool.
         """
+        P = others.shape[0]
+        ok = self._pair_replacements_unpaired(others, ti, tj)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            # keys as columns 0..8 of the (Cp, P, 9) counts (key -1 -> 8, the zero column), read through flat
+            # indices (one take each instead of three-array fancy indexing; issue 27)
+            width = _MAX_VALUES + 1
+            k1i, k2i = self._key1_column[:, ti], self._key2_column[:, ti]  # (Cp, P, D)
+            k1j, k2j = self._key1_column[:, tj], self._key2_column[:, tj]
+            row = ((np.arange(len(self.pairs))[:, None] * P + np.arange(P)) * width)[:, :, None]
+            flat1, flat2 = count1.ravel(), count2.ravel()
+            count = (base[:, :, None] + flat2.take(row + k1i) + flat1.take(row + k2i) + flat2.take(row + k1j)
+                     + flat1.take(row + k2j) + ((k1i == k2j) & (k1i != _MAX_VALUES))
+                     + ((k1j == k2i) & (k1j != _MAX_VALUES)))
+            ok &= self._pairs_ok(count)
+        return ok
+
+    def _pair_replacements_unpaired(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
+        """:meth:`pair_replacements` without the pair-counting constraints."""
         P = others.shape[0]
         rows = np.arange(P)[:, None]
         taken = self._taken(others)
@@ -222,13 +257,6 @@ class SceneCheck:
             base = self._flag[:, others].sum(axis=-1)  # (Co, P)
             count = base[:, :, None] + self._flag[:, ti] + self._flag[:, tj]
             ok &= (count == self._flag_n[:, None, None]).all(axis=0)
-        if len(self.pairs):
-            base, count1, count2 = self._pair_base(others)
-            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
-            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(P)[None, :, None]
-            count = (base[:, :, None] + count2[c, p, k1i] + count1[c, p, k2i] + count2[c, p, k1j]
-                     + count1[c, p, k2j] + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
-            ok &= self._pairs_ok(count)
         return ok
 
     # ------------------------------------------------------------------ one scene (P = 1)
@@ -324,9 +352,14 @@ class SceneCheck:
 
 
 def _value_counts(keys: np.ndarray) -> np.ndarray:
-    """(..., K) keys in -1..7 -> (..., 9) counts of each value 0..7, then a 0 (where key -1 points)."""
-    counts = (keys[..., None] == _VALUE_IDS).sum(axis=-2)
-    return np.concatenate((counts, np.zeros(counts.shape[:-1] + (1,), dtype=counts.dtype)), axis=-1)
+    """(..., K) keys in -1..7 -> (..., 9) counts of each value 0..7, then a 0 (where key -1 points)
+    (one bincount over all rows; issue 27)."""
+    width = _MAX_VALUES + 1
+    rows = keys.reshape(-1, keys.shape[-1])
+    offset = (np.arange(len(rows)) * width)[:, None]
+    counts = np.bincount((offset + rows % width).ravel(), minlength=len(rows) * width).reshape(len(rows), width)
+    counts[:, _MAX_VALUES] = 0  # the -1 keys
+    return counts.reshape(keys.shape[:-1] + (width,))
 
 
 def _region_counts(regions: np.ndarray) -> np.ndarray:
