@@ -39,7 +39,8 @@ def test_row_checks_equal_the_batch_checks(env, seed, data):
     N = scenes.shape[1]
     gen = np.random.default_rng(seed)
     # whole scenes: the samples (complete) and random changes of them (mostly not)
-    rows = np.concatenate((scenes, np.where(gen.random(scenes.shape) < 0.3, gen.integers(0, 768, scenes.shape), scenes)))
+    mutated = np.where(gen.random(scenes.shape) < 0.3, gen.integers(0, 768, scenes.shape), scenes)
+    rows = np.concatenate((scenes, mutated))
     batch = check.feasible(rows)
     assert [check.feasible_row(x) for x in rows] == batch.tolist()
     # one object replaced: the allowed types and random type ids as candidates
@@ -146,3 +147,28 @@ def test_value_counts_specific_values():
 
     keys = np.array([[[0, 0, -1, 7], [3, -1, -1, 3]]])  # (1, 2, 4)
     assert _value_counts(keys).tolist() == [[[2, 0, 0, 0, 0, 0, 0, 1, 0], [0, 0, 0, 2, 0, 0, 0, 0, 0]]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), width=st.integers(1, 500), density=st.floats(0.001, 1.0),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_choose_equals_the_cumulative_sum_reference(rows, width, density, seed):
+    from clevr_poc.generation.gibbs_kernel import _choose, _choose_reference
+
+    gen = np.random.default_rng(seed)
+    ok = gen.random((rows, width)) < density
+    ok[np.arange(rows), gen.integers(0, width, rows)] = True  # every row has a True entry (as in the kernel)
+    fast, reference = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    assert np.array_equal(_choose(ok, fast), _choose_reference(ok, reference))
+    assert fast.random() == reference.random()
+
+
+def test_choose_specific_values():
+    from clevr_poc.generation.gibbs_kernel import _choose
+
+    ok = np.array([[False, True, True, False], [True, False, False, False], [True, True, True, True]])
+    # uniforms of generator 7: 0.625, 0.897, 0.776 -> True entries 1 of 2, 0 of 1, 3 of 4 (columns 2, 0, 3)
+    assert _choose(ok, np.random.default_rng(7)).tolist() == EXPECTED_CHOICES
+
+
+EXPECTED_CHOICES = [2, 0, 3]
