@@ -96,6 +96,10 @@ class SceneCheck:
         self._pair_n = np.array([c.n for c in self.pairs], dtype=np.int64)
         self._key1_column = self._key1 % (_MAX_VALUES + 1)  # keys -1..7 as count columns 8, 0..7
         self._key2_column = self._key2 % (_MAX_VALUES + 1)
+        # the one-scene checks index flat (Cp * 9,) counts: constraint c's columns start at 9c
+        self._key1_flat = self._key1_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
+        self._key2_flat = self._key2_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
+        self._key1_valid = self._key1 >= 0
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
         self._candidate_cache: tuple | None = None
         self._row_cache: tuple | None = None
@@ -273,7 +277,7 @@ class SceneCheck:
         if len(self.objects) and not (self._flag[:, x].sum(axis=1) == self._flag_n).all():
             return False
         if len(self.pairs):
-            count = self._pair_base(x[None, :])[0][:, 0]  # (Cp,)
+            count = self._pair_base_row(x)[0]  # (Cp,)
             if not np.where(self._at_least, count >= self._pair_n, count < self._pair_n).all():
                 return False
         return True
@@ -298,8 +302,10 @@ class SceneCheck:
             need = self._flag_n - self._flag[:, others].sum(axis=1)  # (Co,): what the candidate must add
             ok &= (flags == need[:, None]).all(axis=0)
         if len(self.pairs):
-            base, count1, count2 = self._pair_base(others[None, :])  # (Cp, 1), (Cp, 1, 9)
-            table = base[:, 0, None, None] + count2[:, 0, :, None] + count1[:, 0, None, :]   # (Cp, 9, 9)
+            base, count1, count2 = self._pair_base_row(others)  # (Cp,), (Cp * 9,), (Cp * 9,)
+            width = _MAX_VALUES + 1
+            table = (base[:, None, None] + count2.reshape(-1, width)[:, :, None]
+                     + count1.reshape(-1, width)[:, None, :])   # (Cp, 9, 9)
             n = self._pair_n[:, None, None]
             holds = np.where(self._at_least[:, None, None], table >= n, table < n).ravel()
             ok &= holds[codes].all(axis=0)
@@ -320,12 +326,11 @@ class SceneCheck:
             count = base[:, None] + self._flag[:, ti] + self._flag[:, tj]
             ok &= (count == self._flag_n[:, None]).all(axis=0)
         if len(self.pairs):
-            base, count1, count2 = self._pair_base(others[None, :])
-            count1, count2 = count1[:, 0], count2[:, 0]  # (Cp, 9)
-            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
-            c = np.arange(len(self.pairs))[:, None]
-            count = (base + count2[c, k1i] + count1[c, k2i] + count2[c, k1j] + count1[c, k2j]
-                     + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
+            base, count1, count2 = self._pair_base_row(others)
+            k1i, k2i = self._key1_flat[:, ti], self._key2_flat[:, ti]  # (Cp, D)
+            k1j, k2j = self._key1_flat[:, tj], self._key2_flat[:, tj]
+            count = (base[:, None] + count2.take(k1i) + count1.take(k2i) + count2.take(k1j) + count1.take(k2j)
+                     + ((k1i == k2j) & self._key1_valid[:, ti]) + ((k1j == k2i) & self._key1_valid[:, tj]))
             n = self._pair_n[:, None]
             ok &= np.where(self._at_least[:, None], count >= n, count < n).all(axis=0)
         return ok
@@ -336,6 +341,18 @@ class SceneCheck:
         taken = np.zeros((others.shape[0], NUM_TYPES // NUM_REGIONS), dtype=bool)
         taken[np.arange(others.shape[0])[:, None], others // NUM_REGIONS] = True
         return taken
+
+    def _pair_base_row(self, others: np.ndarray):
+        """:meth:`_pair_base` of one scene (``others``: (K,)): pair counts (Cp,) and the key counts of
+        constraint c in entries 9c..9c+8 of two flat (Cp * 9,) arrays (entry 9c+8, key -1, is 0)."""
+        width = _MAX_VALUES + 1
+        k1, k2 = self._key1_flat[:, others], self._key2_flat[:, others]  # (Cp, K)
+        count1 = np.bincount(k1.ravel(), minlength=len(self.pairs) * width)
+        count2 = np.bincount(k2.ravel(), minlength=len(self.pairs) * width)
+        count1[_MAX_VALUES::width] = 0
+        count2[_MAX_VALUES::width] = 0
+        base = (count1 * count2).reshape(-1, width).sum(axis=1) - ((k1 == k2) & self._key1_valid[:, others]).sum(axis=1)
+        return base, count1, count2
 
     def _pair_base(self, others: np.ndarray):
         """Pair counts among ``others`` (Cp, P) and their per-value key counts (Cp, P, 9) (the last
