@@ -172,3 +172,45 @@ def test_choose_specific_values():
 
 
 EXPECTED_CHOICES = [2, 0, 3]
+
+
+@settings(max_examples=40, deadline=None)
+@given(env=st.sampled_from(_ENVIRONMENTS), seed=st.integers(0, 10_000), data=st.data())
+def test_field_checks_equal_the_full_check_on_field_changes(env, seed, data):
+    """``SceneCheck.for_field(name)`` leaves out the constraints that do not depend on field ``name``: on
+    complete scenes whose objects change in that field only (the field steps and swaps), the same answers."""
+    from clevr_poc.generation.object_types import FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE
+
+    sampler = _sampler(env)
+    if not sampler.kernel.fields:
+        return
+    name = data.draw(st.sampled_from(sampler.kernel.fields))
+    check, field = sampler.check, sampler.check.for_field(name)
+    scenes = _scenes(sampler, seed, 6)
+    gen = np.random.default_rng(seed)
+    N, size, stride = scenes.shape[1], len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+    values = FIELD_VALUE[name][scenes]
+    changed = scenes + (gen.integers(0, size, scenes.shape) - values) * (gen.random(scenes.shape) < 0.5) * stride
+    assert np.array_equal(field.feasible(changed), check.feasible(changed))
+    assert [field.feasible_row(x) for x in changed] == check.feasible(changed).tolist()
+    if N > 2:
+        i, j = gen.choice(N, size=2, replace=False)
+        others = np.delete(scenes, [i, j], axis=1)
+        vi, vj = gen.integers(0, size, (2, len(scenes), 20))
+        ti = scenes[:, i:i + 1] + (vi - values[:, i:i + 1]) * stride
+        tj = scenes[:, j:j + 1] + (vj - values[:, j:j + 1]) * stride
+        assert np.array_equal(field.pair_replacements(others, ti, tj), check.pair_replacements(others, ti, tj))
+        for k in range(len(scenes)):
+            assert np.array_equal(field.pair_replacements_row(others[k], ti[k], tj[k]),
+                                  check.pair_replacements(others, ti, tj)[k])
+
+
+def test_field_checks_keep_the_constraints_that_name_the_field():
+    sampler = _sampler(1)  # environment 1 (seed 0): 1 exactly-N and 4 pair constraints
+    counts = {name: (len(sampler.check.for_field(name).objects), len(sampler.check.for_field(name).pairs))
+              for name in sampler.kernel.fields}
+    assert counts == EXPECTED_FIELD_COUNTS
+
+
+# color: the 1st and 4th pair constraints; shape: the exactly-N; size: 4th, 5th; material: 1st, 2nd, 5th
+EXPECTED_FIELD_COUNTS = {"color": (0, 2), "shape": (1, 0), "size": (0, 2), "material": (0, 3), "region": (1, 4)}

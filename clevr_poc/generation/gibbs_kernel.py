@@ -92,7 +92,9 @@ class GibbsKernel:
         tj = xj + (vj - value[xj]) * stride
         keep = np.ones(len(x), dtype=bool)
         keep[[i, j]] = False
-        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & self.check.pair_replacements_row(x[keep], ti, tj)
+        # only field `name` changes: the constraints that do not depend on it keep holding (for_field)
+        check = self.check.for_field(name)
+        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & check.pair_replacements_row(x[keep], ti, tj)
         pick = _choose_row(ok, gen)
         x[i], x[j] = ti[pick], tj[pick]
 
@@ -109,7 +111,7 @@ class GibbsKernel:
             regions = int(gen.integers(1, 1 << len(domain.REGIONS)))
             chosen = ((regions >> TYPE_REGION[x]) & 1).astype(bool)
             y = x + np.where(chosen, swapped - value, 0) * stride
-        if self.allowed_mask[y].all() and self.check.feasible_row(y):
+        if self.allowed_mask[y].all() and self.check.for_field(name).feasible_row(y):  # only `name` changed
             x[:] = y
 
     def object_step(self, X: np.ndarray, i: int, gen: np.random.Generator) -> None:
@@ -125,7 +127,9 @@ class GibbsKernel:
         ti = X[:, i:i + 1] + (vi[None, :] - value[X[:, i:i + 1]]) * stride  # (P, size^2)
         tj = X[:, j:j + 1] + (vj[None, :] - value[X[:, j:j + 1]]) * stride
         others = np.delete(X, [i, j], axis=1)
-        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & self.check.pair_replacements(others, ti, tj)
+        # only field `name` changes: the constraints that do not depend on it keep holding (for_field)
+        check = self.check.for_field(name)
+        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & check.pair_replacements(others, ti, tj)
         pick = _choose(ok, gen)
         rows = np.arange(X.shape[0])
         X[:, i], X[:, j] = ti[rows, pick], tj[rows, pick]
@@ -152,7 +156,7 @@ class GibbsKernel:
         swapped = np.where(value == a, b, np.where(value == b, a, value))
         Y = X + np.where(chosen, swapped - value, 0) * stride
         ok = self.allowed_mask[Y].all(axis=1)
-        ok[ok] = self.check.feasible(Y[ok])
+        ok[ok] = self.check.for_field(name).feasible(Y[ok])  # only field `name` changed
         X[ok] = Y[ok]
 
 
