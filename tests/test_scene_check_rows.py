@@ -214,3 +214,18 @@ def test_field_checks_keep_the_constraints_that_name_the_field():
 
 # color: the 1st and 4th pair constraints; shape: the exactly-N; size: 4th, 5th; material: 1st, 2nd, 5th
 EXPECTED_FIELD_COUNTS = {"color": (0, 2), "shape": (1, 0), "size": (0, 2), "material": (0, 3), "region": (1, 4)}
+
+
+@pytest.mark.parametrize("env", [6, 9])  # 4 pair constraints each; the order changes
+def test_feasible_in_any_pair_order_equals_all_at_once(env):
+    """``feasible`` reorders its pair constraints by the share of rows they keep: the same booleans as
+    checking everything at once (``_feasible_stacked``), before and after the order changed."""
+    sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 0, env), env_id=env),
+                           calibration_proposals=0)
+    check, gen = sampler.check, np.random.default_rng(env)
+    orders = set()
+    for _ in range(40):
+        X = sampler.proposal.draw(gen, 100)
+        assert np.array_equal(check.feasible(X), check._feasible_stacked(X))
+        orders.add(tuple(check._pair_order))
+    assert len(check.pairs) >= 2 and len(orders) >= 2
