@@ -189,31 +189,45 @@ class SceneCheck:
             (P, M) bool: ``others`` plus the candidate is a complete scene.
         """
         P = others.shape[0]
+        cached = self._candidate_cache
+        if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
+            cached = self._candidate_cache = self._candidate_tables(candidates)
+        _, description, region, keys, inverse = cached
         taken = self._taken(others)
-        ok = ~taken[:, candidates // NUM_REGIONS]
-        occupancy = _region_counts(TYPE_REGION[others])
-        ok &= occupancy[:, TYPE_REGION[candidates]] < REGION_CAPACITY
-        if len(self.objects):
-            base = self._flag[:, others].sum(axis=-1)  # (Co, P)
-            count = base[:, :, None] + self._flag[:, candidates][:, None, :]
-            ok &= (count == self._flag_n[:, None, None]).all(axis=0)
-        if len(self.pairs):
-            base, count1, count2 = self._pair_base(others)
-            cached = self._candidate_cache
-            if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
-                codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
-                    + self._key2[:, candidates] % (_MAX_VALUES + 1)                        # (Cp, M)
-                cached = self._candidate_cache = (candidates, codes)
-            codes = cached[1]
-            # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0 in
-            # the last column): constraint c holds or not for each of the 9 x 9 key pairs (issue 27: decided
-            # there, then looked up per candidate, instead of counting for every candidate)
-            table = base[:, :, None, None] + count2[:, :, :, None] + count1[:, :, None, :]     # (Cp, P, 9, 9)
-            n = self._pair_n[:, None, None, None]
-            holds = np.where(self._at_least[:, None, None, None], table >= n, table < n).reshape(len(self.pairs), P, -1)
-            for c in range(len(self.pairs)):
-                ok &= holds[c].take(codes[c], axis=1)
+        ok = ~taken[:, description]
+        ok &= _region_counts(TYPE_REGION[others])[:, region] < REGION_CAPACITY
+        if len(keys):
+            # per distinct key column (pair-count codes, then one-object flags) of the candidates, then
+            # looked up per candidate (issue 27: a few dozen key columns for hundreds of candidates)
+            fits = np.ones((P, keys.shape[1]), dtype=bool)
+            if len(self.pairs):
+                base, count1, count2 = self._pair_base(others)
+                # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0
+                # in the last column): constraint c holds or not for each of the 9 x 9 key pairs
+                table = base[:, :, None, None] + count2[:, :, :, None] + count1[:, :, None, :]  # (Cp, P, 9, 9)
+                n = self._pair_n[:, None, None, None]
+                holds = np.where(self._at_least[:, None, None, None], table >= n, table < n)
+                holds = holds.reshape(len(self.pairs), P, -1)
+                for c in range(len(self.pairs)):
+                    fits &= holds[c].take(keys[c], axis=1)
+            if len(self.objects):
+                need = self._flag_n[:, None] - self._flag[:, others].sum(axis=-1)  # (Co, P): what t must add
+                fits &= (keys[len(self.pairs):, None, :] == need[:, :, None]).all(axis=0)
+            ok &= fits.take(inverse, axis=1)
         return ok
+
+    def _candidate_tables(self, candidates: np.ndarray) -> tuple:
+        """What :meth:`object_replacements` needs of the candidates: (candidates, descriptions (M,),
+        regions (M,), the distinct key columns (Cp + Co, U): the 9 x 9 key-pair code of every pair constraint
+        and the flag (0/1) of every one-object count, and each candidate's column (M,))."""
+        codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
+            + self._key2[:, candidates] % (_MAX_VALUES + 1)                            # (Cp, M)
+        keys = np.concatenate((codes, self._flag[:, candidates].astype(np.int64)))    # (Cp + Co, M)
+        if len(keys):
+            keys, inverse = np.unique(keys, axis=1, return_inverse=True)
+        else:
+            inverse = np.zeros(len(candidates), dtype=np.int64)
+        return candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates], keys, inverse.reshape(-1)
 
     def _object_replacements_reference(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """:meth:`object_replacements` counting the pairs of every candidate (the code before issue 27's
