@@ -229,3 +229,18 @@ def test_feasible_in_any_pair_order_equals_all_at_once(env):
         assert np.array_equal(check.feasible(X), check._feasible_stacked(X))
         orders.add(tuple(check._pair_order))
     assert len(check.pairs) >= 2 and len(orders) >= 2
+
+
+def test_a_sampler_from_a_state_leaves_its_allowed_types_to_the_process(monkeypatch):
+    """Issue 27: ``allowed_types`` of an environment whose sampler was rebuilt from a state is that state's
+    array (no second enumeration in a worker), equal to clingo's."""
+    from clevr_poc.generation import scene_programs
+
+    environment = sample_environment(derive_seed(ENVIRONMENT, 0, 8), env_id=8)
+    state = SceneSampler(environment, calibration_proposals=0).state()
+    expected = scene_programs._allowed_types(scene_programs._unary_text(environment.constraints)).tolist()
+    monkeypatch.setattr(scene_programs, "_ALLOWED", {})
+    SceneSampler(environment, calibration_proposals=0, state=state)
+    monkeypatch.setattr(scene_programs, "_allowed_types", lambda unary: pytest.fail("enumerated again"))
+    allowed = scene_programs.allowed_types(environment.constraints)
+    assert allowed.tolist() == expected and len(expected) == 102 and not allowed.flags.writeable

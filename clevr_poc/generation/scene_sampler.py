@@ -60,7 +60,9 @@ from clevr_poc.errors import ClevrPocError, FormatError, UnsatisfiableError
 from clevr_poc.generation.gibbs_kernel import GibbsKernel, counted_fields
 from clevr_poc.generation.object_types import scene_from_types, type_id, type_object
 from clevr_poc.generation.scene_check import SceneCheck
-from clevr_poc.generation.scene_programs import SceneProgram, allowed_types, random_models
+from clevr_poc.generation.scene_programs import (
+    SceneProgram, allowed_types, random_models, remember_allowed_types,
+)
 from clevr_poc.generation.scene_rules import SceneRules
 from clevr_poc.generation.stratified_proposal import StratifiedProposal
 from clevr_poc.scene import Scene
@@ -189,7 +191,11 @@ class SceneSampler:
         if state is not None and state.fingerprint != self._fingerprint:
             raise FormatError("the sampler state was computed for another environment or other settings",
                               field="state", value=f"environment {environment.id}")
-        self.allowed = allowed_types(environment.constraints) if state is None else state.allowed.astype(np.int64)
+        if state is None:
+            self.allowed = allowed_types(environment.constraints)
+        else:
+            self.allowed = state.allowed.astype(np.int64)
+            remember_allowed_types(environment.constraints, self.allowed)
         self._scene_program: SceneProgram | None = None  # grounded on first use (a state holds the start)
         self.rules = SceneRules(environment.constraints, self.num_objects)
         start = self._program.first_model_types() if state is None else state.start.astype(np.int64)
