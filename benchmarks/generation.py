@@ -10,7 +10,7 @@ constraints), exactly as ``python -m clevr_poc generate`` (default settings) run
    one -- once, in parallel), on the pool that step 3 then uses
    (:func:`~clevr_poc.executors.local_pool_session`, as ``generate`` does);
 1. *complete scene graphs*: :meth:`~clevr_poc.generation.scene_sampler.SceneSampler.sample` (attributes and
-   regions, every scene checked by clingo), samplers rebuilt in the workers from the prepared states;
+   regions, every scene checked against the environment program), samplers rebuilt in the workers from the prepared states;
 2. *with layout*: the same plus :func:`~clevr_poc.generation.layout.place_objects`;
 3. *labelled questions*: :func:`~clevr_poc.generation.example_generation.generate_example` per question (scene,
    layout, visibility check from the render camera, hidden object, question, answer labelled by the

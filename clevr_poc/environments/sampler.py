@@ -216,8 +216,7 @@ def _diverse(checker: EnvironmentChecker, active: list[int], min_descriptions: i
     """Every region admits at least ``min_descriptions`` object descriptions (and the set is satisfiable)."""
     if min_descriptions == 0:
         return checker.satisfiable(active)
-    return all(len(checker.descriptions(active, region=r, limit=min_descriptions)) >= min_descriptions
-               for r in domain.REGIONS)
+    return all(checker.admits(active, region=r, count=min_descriptions) for r in domain.REGIONS)
 
 
 def _first_redundant(checker: EnvironmentChecker, active: list[int]) -> int | None:

@@ -43,8 +43,8 @@ def _candidates_by_scene_check(environment: Environment, partial: Scene) -> froz
     allowed, check = entry
     if len(allowed) == 0:
         return frozenset()
-    others = np.array([[type_id(o) for o in partial.objects]], dtype=np.int64).reshape(1, len(partial))
-    ok = check.object_replacements(others, allowed)[0]
+    others = np.array([type_id(o) for o in partial.objects], dtype=np.int64)
+    ok = check.object_replacements_row(others, allowed)  # one scene (issue 27: about 35% less time)
     return frozenset(TYPE_TUPLES[tid] for tid in allowed[ok].tolist())
 
 

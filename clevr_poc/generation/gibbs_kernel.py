@@ -40,6 +40,12 @@ class GibbsKernel:
         """``count`` sweeps in place on X ((P, N) type ids, every row a complete scene); one sweep is N
         object steps (random order) and, when there are ``fields``, N two-object field steps and N
         value swaps. Returns the number of steps."""
+        if X.shape[0] == 1:
+            return self._sweeps_row(X[0], gen, count)
+        return self._sweeps_batch(X, gen, count)
+
+    def _sweeps_batch(self, X: np.ndarray, gen: np.random.Generator, count: int) -> int:
+        """:meth:`sweeps` with the batch steps (any P; what ``sweeps`` runs for P > 1)."""
         P, N = X.shape
         steps = 0
         for _ in range(count):
@@ -55,6 +61,59 @@ class GibbsKernel:
                 steps += 2 * N
         return steps
 
+    def _sweeps_row(self, x: np.ndarray, gen: np.random.Generator, count: int) -> int:
+        """:meth:`sweeps` of one chain (``x``: (N,) type ids, changed in place): the same steps and the same
+        draws from ``gen`` as on a (1, N) array, with the one-scene checks of :class:`SceneCheck` (the
+        batch steps' numpy overhead on one row was most of a Gibbs sample's time; issue 27)."""
+        N = len(x)
+        steps = 0
+        without = [np.delete(np.arange(N), i) for i in range(N)]
+        for _ in range(count):
+            for i in gen.permutation(N).tolist():
+                ok = self.check.object_replacements_row(x[without[i]], self.allowed)
+                x[i] = self.allowed[_choose_row(ok, gen)]
+            steps += N
+            if N > 1 and self.fields:
+                for _ in range(N):
+                    i, j = gen.choice(N, size=2, replace=False).tolist()
+                    self._field_step_row(x, i, j, self.fields[int(gen.integers(len(self.fields)))], gen)
+                for _ in range(N):
+                    self._swap_step_row(x, self.fields[int(gen.integers(len(self.fields)))], gen)
+                steps += 2 * N
+        return steps
+
+    def _field_step_row(self, x: np.ndarray, i: int, j: int, name: str, gen: np.random.Generator) -> None:
+        """:meth:`field_step` of one chain."""
+        size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+        vi, vj = _VALUE_PAIRS[size]
+        value = FIELD_VALUE[name]
+        xi, xj = int(x[i]), int(x[j])
+        ti = xi + (vi - value[xi]) * stride  # (size^2,)
+        tj = xj + (vj - value[xj]) * stride
+        keep = np.ones(len(x), dtype=bool)
+        keep[[i, j]] = False
+        # only field `name` changes: the constraints that do not depend on it keep holding (for_field)
+        check = self.check.for_field(name)
+        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & check.pair_replacements_row(x[keep], ti, tj)
+        pick = _choose_row(ok, gen)
+        x[i], x[j] = ti[pick], tj[pick]
+
+    def _swap_step_row(self, x: np.ndarray, name: str, gen: np.random.Generator) -> None:
+        """:meth:`swap_step` of one chain (scalar draws: the same values as draws of shape (1, 1))."""
+        size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+        a = int(gen.integers(size))
+        b = (a + int(gen.integers(1, size))) % size
+        value = FIELD_VALUE[name][x]
+        swapped = np.where(value == a, b, np.where(value == b, a, value))
+        if name == "region":
+            y = x + (swapped - value) * stride
+        else:
+            regions = int(gen.integers(1, 1 << len(domain.REGIONS)))
+            chosen = ((regions >> TYPE_REGION[x]) & 1).astype(bool)
+            y = x + np.where(chosen, swapped - value, 0) * stride
+        if self.allowed_mask[y].all() and self.check.for_field(name).feasible_row(y):  # only `name` changed
+            x[:] = y
+
     def object_step(self, X: np.ndarray, i: int, gen: np.random.Generator) -> None:
         """Redraw object i of every chain uniformly among the types that keep its scene complete."""
         ok = self.check.object_replacements(np.delete(X, i, axis=1), self.allowed)
@@ -68,7 +127,9 @@ class GibbsKernel:
         ti = X[:, i:i + 1] + (vi[None, :] - value[X[:, i:i + 1]]) * stride  # (P, size^2)
         tj = X[:, j:j + 1] + (vj[None, :] - value[X[:, j:j + 1]]) * stride
         others = np.delete(X, [i, j], axis=1)
-        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & self.check.pair_replacements(others, ti, tj)
+        # only field `name` changes: the constraints that do not depend on it keep holding (for_field)
+        check = self.check.for_field(name)
+        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & check.pair_replacements(others, ti, tj)
         pick = _choose(ok, gen)
         rows = np.arange(X.shape[0])
         X[:, i], X[:, j] = ti[rows, pick], tj[rows, pick]
@@ -95,7 +156,7 @@ class GibbsKernel:
         swapped = np.where(value == a, b, np.where(value == b, a, value))
         Y = X + np.where(chosen, swapped - value, 0) * stride
         ok = self.allowed_mask[Y].all(axis=1)
-        ok[ok] = self.check.feasible(Y[ok])
+        ok[ok] = self.check.for_field(name).feasible(Y[ok])  # only field `name` changed
         X[ok] = Y[ok]
 
 
@@ -110,7 +171,28 @@ def counted_fields(constraints) -> tuple[str, ...]:
 
 
 def _choose(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-    """Per row of the (P, K) bool array, the index of a uniformly chosen True entry."""
+    """Per row of the (P, K) bool array, the index of a uniformly chosen True entry: the r-th True entry of
+    row p, r = floor(u_p x count_p) (every row has one; issue 27: read from the True entries' flat indices
+    instead of a cumulative sum over every entry; the same indices as :func:`_choose_reference`)."""
+    counts = ok.sum(axis=1)
+    r = (gen.random(ok.shape[0]) * counts).astype(np.int64)
+    true = np.flatnonzero(ok)  # row-major: row p's True entries start at sum(counts[:p])
+    return true[np.cumsum(counts) - counts + r] - np.arange(ok.shape[0]) * ok.shape[1]
+
+
+def _choose_reference(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """:func:`_choose` by a cumulative sum (before issue 27's third round; kept for the test)."""
     counts = ok.sum(axis=1)
     r = (gen.random(ok.shape[0]) * counts).astype(np.int64)
     return (np.cumsum(ok, axis=1) <= r[:, None]).sum(axis=1)
+
+
+def _choose_row(ok: np.ndarray, gen: np.random.Generator) -> int:
+    """:func:`_choose` of one row: the index of a uniformly chosen True entry of ``ok`` (M,) (the same
+    draw, ``gen.random()``, and the same index as ``_choose`` on ``ok[None]``)."""
+    true = np.flatnonzero(ok)
+    return int(true[int(gen.random() * len(true))])
+
+
+#: ``_VALUE_PAIRS[size]``: every value pair (vi, vj) of a field with ``size`` values, in the field step's order.
+_VALUE_PAIRS = {size: np.divmod(np.arange(size * size), size) for size in {len(d) for d in FIELD_DOMAIN.values()}}

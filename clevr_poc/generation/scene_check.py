@@ -80,6 +80,8 @@ class SceneCheck:
     def __init__(self, constraints) -> None:
         self.objects: list[ObjectCount] = []
         self.pairs: list[PairCount] = []
+        self._counting: list[Constraint] = []
+        self._field_checks: dict[str, SceneCheck] = {}
         for c in constraints:
             if c.template in UNARY_TEMPLATES:
                 continue
@@ -87,6 +89,7 @@ class SceneCheck:
                 raise FormatError("the scene sampler does not know this template", field="template",
                                   value=c.template)
             compiled = counting_constraint(c)
+            self._counting.append(c)
             (self.objects if isinstance(compiled, ObjectCount) else self.pairs).append(compiled)
         # stacked forms: (C, 768) tables, (C,) parameters
         self._flag = np.array([c.flag for c in self.objects], dtype=bool).reshape(-1, NUM_TYPES)
@@ -94,23 +97,57 @@ class SceneCheck:
         self._key1 = np.array([c.key1 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
         self._key2 = np.array([c.key2 for c in self.pairs], dtype=np.int64).reshape(-1, NUM_TYPES)
         self._pair_n = np.array([c.n for c in self.pairs], dtype=np.int64)
+        self._key1_column = self._key1 % (_MAX_VALUES + 1)  # keys -1..7 as count columns 8, 0..7
+        self._key2_column = self._key2 % (_MAX_VALUES + 1)
+        # the one-scene checks index flat (Cp * 9,) counts: constraint c's columns start at 9c
+        self._key1_flat = self._key1_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
+        self._key2_flat = self._key2_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
+        self._key1_valid = self._key1 >= 0
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
         self._candidate_cache: tuple | None = None
+        # feasible's order of the pair constraints, by the share of rows they kept so far (1 seen, 1 kept to
+        # start: no division by zero)
+        self._pair_order = list(range(len(self.pairs)))
+        self._pair_seen = np.ones(len(self.pairs))
+        self._pair_kept = np.ones(len(self.pairs))
+        self._pair_calls = 0
+        self._row_cache: tuple | None = None
+
+    def for_field(self, name: str) -> SceneCheck:
+        """This check with only the counting constraints whose counts depend on field ``name`` (those that
+        name it as ``p1`` or ``p2``; all of them for the region). Where a complete scene's objects change in
+        that field only, the other constraints keep their counts, so they still hold: on such changes (the
+        Gibbs sampler's field steps) this check gives the same answers with less work (issue 27)."""
+        check = self._field_checks.get(name)
+        if check is None:
+            kept = [c for c in self._counting
+                    if name == "region" or name in (c.params.get("p1"), c.params.get("p2"))]
+            check = self._field_checks[name] = SceneCheck(kept)
+        return check
 
     def feasible(self, X: np.ndarray) -> np.ndarray:
         """Rows of ``X`` (shape (B, N), type ids) that are complete scenes (bool, shape (B,)).
 
         Large batches check the counting constraints first, each on the rows that passed the previous
-        ones; small batches check all constraints at once (fewer numpy calls).
+        ones, the pair constraints that passed the smallest share of rows so far first (issue 27; the order
+        changes the work, not the answer); small batches check all constraints at once (fewer numpy calls).
         """
         B, N = X.shape
         if B < 64:
             return self._feasible_stacked(X)
         rows = np.arange(B)
-        for c in self.pairs:
+        for k in self._pair_order:
+            if not len(X):
+                break
+            c = self.pairs[k]
             count = _pair_counts(c.key1[X], c.key2[X])
             keep = (count >= c.n) if c.at_least else (count < c.n)
+            self._pair_seen[k] += len(X)
             X, rows = X[keep], rows[keep]
+            self._pair_kept[k] += len(X)
+        self._pair_calls += 1
+        if self._pair_calls % 16 == 0 and len(self.pairs) > 1:
+            self._pair_order = [int(k) for k in np.argsort(self._pair_kept / self._pair_seen, kind="stable")]
         for c in self.objects:
             keep = c.flag[X].sum(axis=1) == c.n
             X, rows = X[keep], rows[keep]
@@ -152,31 +189,45 @@ class SceneCheck:
             (P, M) bool: ``others`` plus the candidate is a complete scene.
         """
         P = others.shape[0]
+        cached = self._candidate_cache
+        if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
+            cached = self._candidate_cache = self._candidate_tables(candidates)
+        _, description, region, keys, inverse = cached
         taken = self._taken(others)
-        ok = ~taken[:, candidates // NUM_REGIONS]
-        occupancy = _region_counts(TYPE_REGION[others])
-        ok &= occupancy[:, TYPE_REGION[candidates]] < REGION_CAPACITY
-        if len(self.objects):
-            base = self._flag[:, others].sum(axis=-1)  # (Co, P)
-            count = base[:, :, None] + self._flag[:, candidates][:, None, :]
-            ok &= (count == self._flag_n[:, None, None]).all(axis=0)
-        if len(self.pairs):
-            base, count1, count2 = self._pair_base(others)
-            cached = self._candidate_cache
-            if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
-                codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
-                    + self._key2[:, candidates] % (_MAX_VALUES + 1)                        # (Cp, M)
-                cached = self._candidate_cache = (candidates, codes)
-            codes = cached[1]
-            # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0 in
-            # the last column): constraint c holds or not for each of the 9 x 9 key pairs (issue 27: decided
-            # there, then looked up per candidate, instead of counting for every candidate)
-            table = base[:, :, None, None] + count2[:, :, :, None] + count1[:, :, None, :]     # (Cp, P, 9, 9)
-            n = self._pair_n[:, None, None, None]
-            holds = np.where(self._at_least[:, None, None, None], table >= n, table < n).reshape(len(self.pairs), P, -1)
-            for c in range(len(self.pairs)):
-                ok &= holds[c].take(codes[c], axis=1)
+        ok = ~taken[:, description]
+        ok &= _region_counts(TYPE_REGION[others])[:, region] < REGION_CAPACITY
+        if len(keys):
+            # per distinct key column (pair-count codes, then one-object flags) of the candidates, then
+            # looked up per candidate (issue 27: a few dozen key columns for hundreds of candidates)
+            fits = np.ones((P, keys.shape[1]), dtype=bool)
+            if len(self.pairs):
+                base, count1, count2 = self._pair_base(others)
+                # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0
+                # in the last column): constraint c holds or not for each of the 9 x 9 key pairs
+                table = base[:, :, None, None] + count2[:, :, :, None] + count1[:, :, None, :]  # (Cp, P, 9, 9)
+                n = self._pair_n[:, None, None, None]
+                holds = np.where(self._at_least[:, None, None, None], table >= n, table < n)
+                holds = holds.reshape(len(self.pairs), P, -1)
+                for c in range(len(self.pairs)):
+                    fits &= holds[c].take(keys[c], axis=1)
+            if len(self.objects):
+                need = self._flag_n[:, None] - self._flag[:, others].sum(axis=-1)  # (Co, P): what t must add
+                fits &= (keys[len(self.pairs):, None, :] == need[:, :, None]).all(axis=0)
+            ok &= fits.take(inverse, axis=1)
         return ok
+
+    def _candidate_tables(self, candidates: np.ndarray) -> tuple:
+        """What :meth:`object_replacements` needs of the candidates: (candidates, descriptions (M,),
+        regions (M,), the distinct key columns (Cp + Co, U): the 9 x 9 key-pair code of every pair constraint
+        and the flag (0/1) of every one-object count, and each candidate's column (M,))."""
+        codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
+            + self._key2[:, candidates] % (_MAX_VALUES + 1)                            # (Cp, M)
+        keys = np.concatenate((codes, self._flag[:, candidates].astype(np.int64)))    # (Cp + Co, M)
+        if len(keys):
+            keys, inverse = np.unique(keys, axis=1, return_inverse=True)
+        else:
+            inverse = np.zeros(len(candidates), dtype=np.int64)
+        return candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates], keys, inverse.reshape(-1)
 
     def _object_replacements_reference(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """:meth:`object_replacements` counting the pairs of every candidate (the code before issue 27's
@@ -197,6 +248,20 @@ class SceneCheck:
             ok &= self._pairs_ok(count)
         return ok
 
+    def _pair_replacements_reference(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
+        """:meth:`pair_replacements` with three-array fancy indexing (before issue 27's third round; kept for
+        the test)."""
+        P = others.shape[0]
+        ok = self._pair_replacements_unpaired(others, ti, tj)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
+            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(P)[None, :, None]
+            count = (base[:, :, None] + count2[c, p, k1i] + count1[c, p, k2i] + count2[c, p, k1j]
+                     + count1[c, p, k2j] + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
+            ok &= self._pairs_ok(count)
+        return ok
+
     def pair_replacements(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
         """Which candidate pairs (ti, tj) can join the other objects of each of P scenes.
 
@@ -208,6 +273,25 @@ class SceneCheck:
         Returns:
             (P, D) bool.
         """
+        P = others.shape[0]
+        ok = self._pair_replacements_unpaired(others, ti, tj)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            # keys as columns 0..8 of the (Cp, P, 9) counts (key -1 -> 8, the zero column), read through flat
+            # indices (one take each instead of three-array fancy indexing; issue 27)
+            width = _MAX_VALUES + 1
+            k1i, k2i = self._key1_column[:, ti], self._key2_column[:, ti]  # (Cp, P, D)
+            k1j, k2j = self._key1_column[:, tj], self._key2_column[:, tj]
+            row = ((np.arange(len(self.pairs))[:, None] * P + np.arange(P)) * width)[:, :, None]
+            flat1, flat2 = count1.ravel(), count2.ravel()
+            count = (base[:, :, None] + flat2.take(row + k1i) + flat1.take(row + k2i) + flat2.take(row + k1j)
+                     + flat1.take(row + k2j) + ((k1i == k2j) & (k1i != _MAX_VALUES))
+                     + ((k1j == k2i) & (k1j != _MAX_VALUES)))
+            ok &= self._pairs_ok(count)
+        return ok
+
+    def _pair_replacements_unpaired(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
+        """:meth:`pair_replacements` without the pair-counting constraints."""
         P = others.shape[0]
         rows = np.arange(P)[:, None]
         taken = self._taken(others)
@@ -221,13 +305,78 @@ class SceneCheck:
             base = self._flag[:, others].sum(axis=-1)  # (Co, P)
             count = base[:, :, None] + self._flag[:, ti] + self._flag[:, tj]
             ok &= (count == self._flag_n[:, None, None]).all(axis=0)
+        return ok
+
+    # ------------------------------------------------------------------ one scene (P = 1)
+    # The Gibbs sampler's single chains (one sample at a time) spent most of their time in numpy's
+    # per-call overhead on (1, ...) arrays; these take one scene and give the same booleans as the
+    # methods above on a batch of one (issue 27; ``tests/test_scene_check_rows.py``).
+    def feasible_row(self, x: np.ndarray) -> bool:
+        """:meth:`feasible` of one scene: ``x`` (N,) type ids."""
+        N = len(x)
+        if (np.bincount(TYPE_REGION[x], minlength=NUM_REGIONS) > REGION_CAPACITY).any():
+            return False
+        if N > 1 and len(set((x // NUM_REGIONS).tolist())) < N:
+            return False
+        if len(self.objects) and not (self._flag[:, x].sum(axis=1) == self._flag_n).all():
+            return False
         if len(self.pairs):
-            base, count1, count2 = self._pair_base(others)
-            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
-            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(P)[None, :, None]
-            count = (base[:, :, None] + count2[c, p, k1i] + count1[c, p, k2i] + count2[c, p, k1j]
-                     + count1[c, p, k2j] + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
-            ok &= self._pairs_ok(count)
+            count = self._pair_base_row(x)[0]  # (Cp,)
+            if not np.where(self._at_least, count >= self._pair_n, count < self._pair_n).all():
+                return False
+        return True
+
+    def object_replacements_row(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """:meth:`object_replacements` of one scene: ``others`` (N-1,), ``candidates`` (M,) -> (M,) bool."""
+        cached = self._row_cache
+        if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
+            codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
+                + self._key2[:, candidates] % (_MAX_VALUES + 1)
+            codes += (np.arange(len(self.pairs)) * (_MAX_VALUES + 1) ** 2)[:, None]      # (Cp, M) into (Cp*81,)
+            cached = self._row_cache = (candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates],
+                                        self._flag[:, candidates].astype(np.int64), codes)
+        _, description, region, flags, codes = cached
+        taken = np.zeros(NUM_TYPES // NUM_REGIONS, dtype=bool)
+        taken[others // NUM_REGIONS] = True
+        ok = ~taken[description]
+        full = np.bincount(TYPE_REGION[others], minlength=NUM_REGIONS) >= REGION_CAPACITY
+        if full.any():
+            ok &= ~full[region]
+        if len(self.objects):
+            need = self._flag_n - self._flag[:, others].sum(axis=1)  # (Co,): what the candidate must add
+            ok &= (flags == need[:, None]).all(axis=0)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base_row(others)  # (Cp,), (Cp * 9,), (Cp * 9,)
+            width = _MAX_VALUES + 1
+            table = (base[:, None, None] + count2.reshape(-1, width)[:, :, None]
+                     + count1.reshape(-1, width)[:, None, :])   # (Cp, 9, 9)
+            n = self._pair_n[:, None, None]
+            holds = np.where(self._at_least[:, None, None], table >= n, table < n).ravel()
+            ok &= holds[codes].all(axis=0)
+        return ok
+
+    def pair_replacements_row(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
+        """:meth:`pair_replacements` of one scene: ``others`` (N-2,), ``ti``, ``tj`` (D,) -> (D,) bool."""
+        taken = np.zeros(NUM_TYPES // NUM_REGIONS, dtype=bool)
+        taken[others // NUM_REGIONS] = True
+        di, dj = ti // NUM_REGIONS, tj // NUM_REGIONS
+        ok = ~taken[di] & ~taken[dj] & (di != dj)
+        occupancy = np.bincount(TYPE_REGION[others], minlength=NUM_REGIONS)
+        ri, rj = TYPE_REGION[ti], TYPE_REGION[tj]
+        both = 1 + (ri == rj)
+        ok &= (occupancy[ri] + both <= REGION_CAPACITY) & (occupancy[rj] + both <= REGION_CAPACITY)
+        if len(self.objects):
+            base = self._flag[:, others].sum(axis=-1)  # (Co,)
+            count = base[:, None] + self._flag[:, ti] + self._flag[:, tj]
+            ok &= (count == self._flag_n[:, None]).all(axis=0)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base_row(others)
+            k1i, k2i = self._key1_flat[:, ti], self._key2_flat[:, ti]  # (Cp, D)
+            k1j, k2j = self._key1_flat[:, tj], self._key2_flat[:, tj]
+            count = (base[:, None] + count2.take(k1i) + count1.take(k2i) + count2.take(k1j) + count1.take(k2j)
+                     + ((k1i == k2j) & self._key1_valid[:, ti]) + ((k1j == k2i) & self._key1_valid[:, tj]))
+            n = self._pair_n[:, None]
+            ok &= np.where(self._at_least[:, None], count >= n, count < n).all(axis=0)
         return ok
 
     # ------------------------------------------------------------------ internals
@@ -236,6 +385,18 @@ class SceneCheck:
         taken = np.zeros((others.shape[0], NUM_TYPES // NUM_REGIONS), dtype=bool)
         taken[np.arange(others.shape[0])[:, None], others // NUM_REGIONS] = True
         return taken
+
+    def _pair_base_row(self, others: np.ndarray):
+        """:meth:`_pair_base` of one scene (``others``: (K,)): pair counts (Cp,) and the key counts of
+        constraint c in entries 9c..9c+8 of two flat (Cp * 9,) arrays (entry 9c+8, key -1, is 0)."""
+        width = _MAX_VALUES + 1
+        k1, k2 = self._key1_flat[:, others], self._key2_flat[:, others]  # (Cp, K)
+        count1 = np.bincount(k1.ravel(), minlength=len(self.pairs) * width)
+        count2 = np.bincount(k2.ravel(), minlength=len(self.pairs) * width)
+        count1[_MAX_VALUES::width] = 0
+        count2[_MAX_VALUES::width] = 0
+        base = (count1 * count2).reshape(-1, width).sum(axis=1) - ((k1 == k2) & self._key1_valid[:, others]).sum(axis=1)
+        return base, count1, count2
 
     def _pair_base(self, others: np.ndarray):
         """Pair counts among ``others`` (Cp, P) and their per-value key counts (Cp, P, 9) (the last
@@ -252,9 +413,14 @@ class SceneCheck:
 
 
 def _value_counts(keys: np.ndarray) -> np.ndarray:
-    """(..., K) keys in -1..7 -> (..., 9) counts of each value 0..7, then a 0 (where key -1 points)."""
-    counts = (keys[..., None] == _VALUE_IDS).sum(axis=-2)
-    return np.concatenate((counts, np.zeros(counts.shape[:-1] + (1,), dtype=counts.dtype)), axis=-1)
+    """(..., K) keys in -1..7 -> (..., 9) counts of each value 0..7, then a 0 (where key -1 points)
+    (one bincount over all rows; issue 27)."""
+    width = _MAX_VALUES + 1
+    rows = keys.reshape(-1, keys.shape[-1])
+    offset = (np.arange(len(rows)) * width)[:, None]
+    counts = np.bincount((offset + rows % width).ravel(), minlength=len(rows) * width).reshape(len(rows), width)
+    counts[:, _MAX_VALUES] = 0  # the -1 keys
+    return counts.reshape(keys.shape[:-1] + (width,))
 
 
 def _region_counts(regions: np.ndarray) -> np.ndarray:
@@ -263,7 +429,12 @@ def _region_counts(regions: np.ndarray) -> np.ndarray:
 
 
 def _pair_counts(k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
-    """Ordered pairs i != j with k1[:, i] == k2[:, j] >= 0, per row (k1, k2: (B, N))."""
-    match = (k1[:, :, None] == k2[:, None, :]) & (k1[:, :, None] >= 0)
-    diagonal = ((k1 == k2) & (k1 >= 0)).sum(axis=1)
-    return match.sum(axis=(1, 2)) - diagonal
+    """Ordered pairs i != j with k1[:, i] == k2[:, j] >= 0, per row (k1, k2: (B, N), keys -1..7): the sum
+    over values v of (count of v in k1) x (count of v in k2), less the pairs i == j (issue 27: counted with
+    one bincount per side instead of comparing all (B, N, N) pairs; ``tests/test_scene_check_rows.py``)."""
+    B = k1.shape[0]
+    offset = (np.arange(B) * (_MAX_VALUES + 1))[:, None]  # key -1 counts in column 8, left out
+    count1 = np.bincount((offset + k1 % (_MAX_VALUES + 1)).ravel(), minlength=B * (_MAX_VALUES + 1))
+    count2 = np.bincount((offset + k2 % (_MAX_VALUES + 1)).ravel(), minlength=B * (_MAX_VALUES + 1))
+    products = (count1 * count2).reshape(B, _MAX_VALUES + 1)[:, :_MAX_VALUES].sum(axis=1)
+    return products - ((k1 == k2) & (k1 >= 0)).sum(axis=1)

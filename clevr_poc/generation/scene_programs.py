@@ -4,7 +4,6 @@ a scene graph, and clingo's own models (random decisions; the official enumerati
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Iterator
 
 import clingo
@@ -28,12 +27,41 @@ def allowed_types(constraints) -> np.ndarray:
     answer sets of ``background.lp + object(0) + those constraints`` (clingo enumerates them all).
 
     Cached per process by the constraints' ASP text (the scene sampler and the question generator
-    share one enumeration per environment); the returned int64 array is read-only."""
-    unary = "\n".join("\n".join(c.asp_rules()) for c in constraints if c.template in UNARY_TEMPLATES)
-    return _allowed_types(unary)
+    share one enumeration per environment; a sampler rebuilt from a state leaves its copy here, see
+    :func:`remember_allowed_types`); the returned int64 array is read-only."""
+    unary = _unary_text(constraints)
+    cached = _ALLOWED.get(unary)
+    if cached is None:
+        cached = _ALLOWED[unary] = _allowed_types(unary)
+        _trim_allowed()
+    return cached
 
 
-@lru_cache(maxsize=256)
+def remember_allowed_types(constraints, allowed: np.ndarray) -> None:
+    """Cache ``allowed`` as :func:`allowed_types` of these constraints, which it must be (a scene sampler's
+    state computed it for the same environment: issue 27, the question generator of a worker then does not
+    enumerate it again)."""
+    unary = _unary_text(constraints)
+    if unary not in _ALLOWED:
+        stored = np.array(allowed, dtype=np.int64)
+        stored.setflags(write=False)
+        _ALLOWED[unary] = stored
+        _trim_allowed()
+
+
+#: allowed_types by the one-object constraints' ASP text (at most 256, the oldest dropped first).
+_ALLOWED: dict[str, np.ndarray] = {}
+
+
+def _trim_allowed() -> None:
+    while len(_ALLOWED) > 256:
+        _ALLOWED.pop(next(iter(_ALLOWED)))
+
+
+def _unary_text(constraints) -> str:
+    return "\n".join("\n".join(c.asp_rules()) for c in constraints if c.template in UNARY_TEMPLATES)
+
+
 def _allowed_types(unary: str) -> np.ndarray:
     control = (environment_program(1, unary).with_text("rules", _SHOW_SCENE)
                .load(make_control(["--models=0"])))

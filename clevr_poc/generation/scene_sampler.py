@@ -35,10 +35,13 @@ How (two methods, chosen per environment by a calibration run at construction):
     ``benchmarks/scenes.py`` compares it with exact rejection samples; :meth:`SceneSampler.sample_many`
     runs many chains in lockstep (several times faster per scene).
 
-Every returned scene is (by default) checked by clingo against the environment program (one solve
-with the scene as assumptions, ~0.2 ms), so the Python counting code (templates 6-10, written from
-``asp/templates/06..10``, :mod:`~clevr_poc.generation.scene_check`) can never let an invalid scene
-through; ``tests/test_scenes.py`` also checks it against clingo on random scenes in both directions.
+Every returned scene is (by default) checked against the environment program by
+:class:`~clevr_poc.generation.scene_rules.SceneRules`, a literal Python reading of the background and the
+templates written independently of the sampler's vectorised check (``verify="clingo"``: one clingo solve
+with the scene as assumptions, ~0.2 ms, the check before issue 27), so the counting code (templates 6-10,
+written from ``asp/templates/06..10``, :mod:`~clevr_poc.generation.scene_check`) can never let an invalid
+scene through; ``tests/test_scenes.py`` also checks it against clingo on random scenes in both directions,
+and ``tests/test_scene_rules.py`` the rules.
 
 Determinism: :meth:`SceneSampler.sample` draws everything from its ``random.Random`` argument (and
 from state fixed at construction, which is itself seeded), so the same rng state gives the same scene.
@@ -57,9 +60,17 @@ from clevr_poc.errors import ClevrPocError, FormatError, UnsatisfiableError
 from clevr_poc.generation.gibbs_kernel import GibbsKernel, counted_fields
 from clevr_poc.generation.object_types import scene_from_types, type_id, type_object
 from clevr_poc.generation.scene_check import SceneCheck
-from clevr_poc.generation.scene_programs import SceneProgram, allowed_types, random_models
+from clevr_poc.generation.scene_programs import (
+    SceneProgram, allowed_types, random_models, remember_allowed_types,
+)
+from clevr_poc.generation.scene_rules import SceneRules
 from clevr_poc.generation.stratified_proposal import StratifiedProposal
 from clevr_poc.scene import Scene
+
+
+#: Rows of a rejection batch built and checked at a time (a batch of low acceptance is large, up to 4096,
+#: and usually ends well before its last row).
+_REJECTION_CHUNK = 256
 
 
 @dataclass
@@ -72,7 +83,7 @@ class SamplerStats:
         accepted: proposals accepted.
         mcmc_samples: scenes that came from the Gibbs sampler (method "mcmc", or rejection's budget ran out).
         mcmc_steps: Gibbs steps taken.
-        verified: clingo checks of returned scenes.
+        verified: checks of returned scenes (``verify``).
     """
 
     samples: int = 0
@@ -113,7 +124,10 @@ class SceneSampler:
         method: ``"rejection"`` (exact), ``"mcmc"`` (heat-bath Gibbs) or ``"auto"`` (default): rejection
             when the calibrated acceptance rate is at least ``1 / max_expected_proposals``, MCMC
             otherwise. See the module docstring.
-        verify: check every returned scene with clingo (one solve, ~0.2 ms). Default True.
+        verify: check every returned scene: True (default) with :class:`~.scene_rules.SceneRules`, a literal
+            Python reading of the environment program written independently of the sampler's own check
+            (about 20-40 microseconds; tested against clingo), ``"clingo"`` with one clingo solve (~0.2 ms;
+            what True meant before issue 27), False not at all.
         max_expected_proposals: "auto" threshold (default 2000 proposals per scene, about 3-4 ms; below
             an acceptance rate of 1/2000 the Gibbs sampler, about 1.5-3 ms per scene, is faster).
         max_proposals: rejection budget per sample before that sample falls back to the Gibbs sampler
@@ -154,6 +168,8 @@ class SceneSampler:
                  calibration_proposals: int = 50_000, seed: int = 0, state: SamplerState | None = None) -> None:
         if method not in self.METHODS:
             raise FormatError(f"method must be one of {self.METHODS}", field="method", value=method)
+        if verify not in (True, False, "clingo"):
+            raise FormatError("verify must be True, False or 'clingo'", field="verify", value=verify)
         for name, value, low in (("mcmc_sweeps", mcmc_sweeps, 0), ("pool_size", pool_size, 1),
                                  ("pool_chains", pool_chains, 1), ("burn_in", burn_in, 0),
                                  ("thinning", thinning, 1), ("calibration_proposals", calibration_proposals, 0),
@@ -175,8 +191,13 @@ class SceneSampler:
         if state is not None and state.fingerprint != self._fingerprint:
             raise FormatError("the sampler state was computed for another environment or other settings",
                               field="state", value=f"environment {environment.id}")
-        self.allowed = allowed_types(environment.constraints) if state is None else state.allowed.astype(np.int64)
-        self._program = SceneProgram(environment)
+        if state is None:
+            self.allowed = allowed_types(environment.constraints)
+        else:
+            self.allowed = state.allowed.astype(np.int64)
+            remember_allowed_types(environment.constraints, self.allowed)
+        self._scene_program: SceneProgram | None = None  # grounded on first use (a state holds the start)
+        self.rules = SceneRules(environment.constraints, self.num_objects)
         start = self._program.first_model_types() if state is None else state.start.astype(np.int64)
         if start is None:
             raise UnsatisfiableError(f"environment {environment.id} has no complete scene with "
@@ -223,7 +244,8 @@ class SceneSampler:
         relationships). Deterministic in ``rng``'s state.
 
         Raises:
-            ClevrPocError: clingo rejects a scene the sampler produced (a bug; never expected).
+            ClevrPocError: the check (``verify``) rejects a scene the sampler produced (a bug; never
+                expected).
         """
         return scene_from_types(self.sample_types(rng))
 
@@ -242,10 +264,19 @@ class SceneSampler:
     def _check(self, types: np.ndarray) -> None:
         if self.verify:
             self.stats.verified += 1
-            if not self._program.is_scene(types):
+            valid = self._program.is_scene(types) if self.verify == "clingo" else self.rules.holds_types(types)
+            if not valid:
                 raise ClevrPocError(
                     f"internal error: sampled scene {[type_object(int(t)).describe() for t in types]} "
                     f"violates environment {self.environment.id} (please report)")
+
+    @property
+    def _program(self) -> SceneProgram:
+        """The environment program, grounded once (clingo): the first model, :meth:`is_scene`, and the
+        scenes' check when ``verify="clingo"``."""
+        if self._scene_program is None:
+            self._scene_program = SceneProgram(self.environment)
+        return self._scene_program
 
     def sample_many(self, rng: random.Random, count: int) -> list[Scene]:
         """``count`` complete scene graphs drawn together (the Gibbs chains run in lockstep, several
@@ -300,12 +331,15 @@ class SceneSampler:
         drawn = 0
         while drawn < budget and not self.proposal.empty:
             size = min(self.batch_size, budget - drawn)
-            X = self.proposal.draw(gen, size)
-            ok = np.flatnonzero(self.check.feasible(X))
-            if len(ok):
-                self.stats.proposals += int(ok[0]) + 1
-                self.stats.accepted += 1
-                return X[ok[0]].copy()
+            # the batch's proposals built and checked _REJECTION_CHUNK at a time, up to the first accepted
+            # one (the same proposal as checking the whole batch; every uniform is drawn either way)
+            chunks = self.proposal.draw_chunks(gen, size, _REJECTION_CHUNK)
+            for start, X in zip(range(0, size, _REJECTION_CHUNK), chunks):
+                ok = np.flatnonzero(self.check.feasible(X))
+                if len(ok):
+                    self.stats.proposals += start + int(ok[0]) + 1
+                    self.stats.accepted += 1
+                    return X[ok[0]].copy()
             drawn += size
             self.stats.proposals += size
         return None

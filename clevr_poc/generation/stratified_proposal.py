@@ -74,6 +74,24 @@ class StratifiedProposal:
             self.occupancy_cdf = np.cumsum(weights) / weights.sum()
         else:
             self.occupancy_cdf = np.zeros(0)
+        # the (region, k >= 1) option tables in draw order, stacked (issue 27: one gather instead of a masked
+        # assignment per table): block b holds rows[_block_start[b]:_block_start[b + 1]]; _block_of[r, k] = b or -1
+        self._block_of = np.full((len(domain.REGIONS), REGION_CAPACITY + 1), -1, dtype=np.int64)
+        self._block_cdf: list[np.ndarray] = []
+        block_rows, block_start, block_last = [], [0], []
+        for r, options in enumerate(self.options):
+            for k, (rows, cdf) in options.items():
+                if k == 0:
+                    continue
+                self._block_of[r, k] = len(self._block_cdf)
+                self._block_cdf.append(cdf)
+                block_rows.append(rows[:, :REGION_CAPACITY])
+                block_start.append(block_start[-1] + len(rows))
+                block_last.append(len(cdf) - 1)
+        self._block_rows = (np.concatenate(block_rows) if block_rows
+                            else np.zeros((0, REGION_CAPACITY), dtype=np.int64))
+        self._block_start = np.array(block_start, dtype=np.int64)
+        self._block_last = np.array(block_last, dtype=np.int64)
 
     @property
     def empty(self) -> bool:
@@ -81,7 +99,54 @@ class StratifiedProposal:
         return len(self.occupancies) == 0
 
     def draw(self, gen: np.random.Generator, size: int) -> np.ndarray:
-        """``size`` proposals, type ids of shape (size, N)."""
+        """``size`` proposals, type ids of shape (size, N).
+
+        Draws from ``gen``, in this order: ``size`` uniforms (the region occupancy of every proposal);
+        for every (region, k >= 1) option table in turn, one uniform per proposal with k objects in that
+        region (the region's cells); ``size * N`` uniforms (the order of the cells over the object ids);
+        ``size * N`` uniforms (the type within each cell). Consecutive draws of doubles are one stream,
+        so the tables' uniforms are taken in one call (the same values as :meth:`_draw_reference`, which
+        draws table by table; ``tests/test_scene_check_rows.py``)."""
+        return next(self.draw_chunks(gen, size, size))
+
+    def draw_chunks(self, gen: np.random.Generator, size: int, chunk: int) -> Iterator[np.ndarray]:
+        """:meth:`draw` of ``size`` proposals, built ``chunk`` rows at a time: every uniform is drawn from
+        ``gen`` before the first chunk (so ``gen`` ends where :meth:`draw` leaves it), the proposals of a
+        chunk only when it is asked for. A rejection sampler that stops at the first accepted proposal
+        builds (and checks) only the chunks up to it. Yields (min(chunk, rest), N) arrays."""
+        N = self.num_objects
+        last = len(self.occupancy_cdf) - 1
+        pick = self.occupancy_cdf.searchsorted(gen.random(size), side="right")
+        occupancy = self.occupancies[np.minimum(pick, last, out=pick)]          # (size, 4)
+        block = self._block_of[np.arange(len(domain.REGIONS)), occupancy].T.ravel()  # (4 * size,): region-major
+        element = np.flatnonzero(block >= 0)
+        # table order, then proposal order (a stable sort of small ints: radix sort)
+        element = element[np.argsort(block[element].astype(np.int16), kind="stable")]
+        block = block[element]
+        u = gen.random(len(element))
+        bounds = np.searchsorted(block, np.arange(len(self._block_cdf) + 1))
+        chosen = np.empty(len(element), dtype=np.int64)
+        for b, cdf in enumerate(self._block_cdf):
+            lo, hi = bounds[b], bounds[b + 1]
+            if hi > lo:
+                chosen[lo:hi] = cdf.searchsorted(u[lo:hi], side="right")
+        np.minimum(chosen, self._block_last[block], out=chosen)
+        cells = np.full((len(domain.REGIONS) * size, REGION_CAPACITY), -1, dtype=np.int64)
+        region, proposal = np.divmod(element, size)
+        cells[proposal * len(domain.REGIONS) + region] = self._block_rows[self._block_start[block] + chosen]
+        cells = cells.reshape(size, -1)
+        order_u = gen.random((size, N))
+        pos_u = gen.random((size, N))
+        for lo in range(0, size, chunk):
+            hi = min(size, lo + chunk)
+            part = np.sort(cells[lo:hi], axis=1)[:, cells.shape[1] - N:]  # the N real cells of every row
+            part = part[np.arange(hi - lo)[:, None], np.argsort(order_u[lo:hi], axis=1)]
+            pos = (pos_u[lo:hi] * self.cell_size[part]).astype(np.int64)
+            yield self.flat_types[self.cell_offset[part] + pos]
+
+    def _draw_reference(self, gen: np.random.Generator, size: int) -> np.ndarray:
+        """:meth:`draw` as written before issue 27's third round (one masked assignment per option
+        table); kept for the test."""
         N = self.num_objects
         pick = np.minimum(np.searchsorted(self.occupancy_cdf, gen.random(size), side="right"),
                           len(self.occupancy_cdf) - 1)
