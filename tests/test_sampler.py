@@ -14,6 +14,7 @@ from clevr_poc.environments.sampler import (EnvironmentSamplingError, sample_env
                                             sample_environments)
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.seeds import ENVIRONMENT, derive_seed
+from sampler_references import object_replacements_reference
 
 SEEDS = range(40)
 
@@ -148,7 +149,7 @@ def test_checker_finds_useless_constraints():
 def test_object_replacements_equal_the_counting_reference():
     """Issue 27: ``SceneCheck.object_replacements`` decides each pair-counting constraint once per pair of
     key values and looks candidates up; the same booleans as counting the pairs of every candidate
-    (``_object_replacements_reference``), on random complete scenes of environments with pair constraints,
+    (``object_replacements_reference`` in ``tests/sampler_references.py``), on random complete scenes of environments with pair constraints,
     for the allowed types and for random type ids."""
     import numpy as np
 
@@ -170,6 +171,6 @@ def test_object_replacements_equal_the_counting_reference():
             candidates = sampler.allowed if trial % 2 else gen.integers(0, 768, size=200)
             fast = sampler.check.object_replacements(others, candidates)
             assert fast.shape == (24, len(candidates)) and fast.any()
-            assert np.array_equal(fast, sampler.check._object_replacements_reference(others, candidates))
+            assert np.array_equal(fast, object_replacements_reference(sampler.check, others, candidates))
             tested += 1
     assert tested >= 12

@@ -173,18 +173,11 @@ def counted_fields(constraints) -> tuple[str, ...]:
 def _choose(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     """Per row of the (P, K) bool array, the index of a uniformly chosen True entry: the r-th True entry of
     row p, r = floor(u_p x count_p) (every row has one; issue 27: read from the True entries' flat indices
-    instead of a cumulative sum over every entry; the same indices as :func:`_choose_reference`)."""
+    instead of a cumulative sum over every entry; the same indices as ``tests/sampler_references.py``'s ``choose_reference``)."""
     counts = ok.sum(axis=1)
     r = (gen.random(ok.shape[0]) * counts).astype(np.int64)
     true = np.flatnonzero(ok)  # row-major: row p's True entries start at sum(counts[:p])
     return true[np.cumsum(counts) - counts + r] - np.arange(ok.shape[0]) * ok.shape[1]
-
-
-def _choose_reference(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-    """:func:`_choose` by a cumulative sum (before issue 27's third round; kept for the test)."""
-    counts = ok.sum(axis=1)
-    r = (gen.random(ok.shape[0]) * counts).astype(np.int64)
-    return (np.cumsum(ok, axis=1) <= r[:, None]).sum(axis=1)
 
 
 def _choose_row(ok: np.ndarray, gen: np.random.Generator) -> int:

@@ -229,39 +229,6 @@ class SceneCheck:
             inverse = np.zeros(len(candidates), dtype=np.int64)
         return candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates], keys, inverse.reshape(-1)
 
-    def _object_replacements_reference(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-        """:meth:`object_replacements` counting the pairs of every candidate (the code before issue 27's
-        second round; kept for the test)."""
-        taken = self._taken(others)
-        ok = ~taken[:, candidates // NUM_REGIONS]
-        occupancy = _region_counts(TYPE_REGION[others])
-        ok &= occupancy[:, TYPE_REGION[candidates]] < REGION_CAPACITY
-        if len(self.objects):
-            base = self._flag[:, others].sum(axis=-1)
-            count = base[:, :, None] + self._flag[:, candidates][:, None, :]
-            ok &= (count == self._flag_n[:, None, None]).all(axis=0)
-        if len(self.pairs):
-            base, count1, count2 = self._pair_base(others)
-            key1, key2 = self._key1[:, candidates], self._key2[:, candidates]            # (Cp, M), -1..7
-            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(others.shape[0])[None, :, None]
-            count = base[:, :, None] + count2[c, p, key1[:, None, :]] + count1[c, p, key2[:, None, :]]
-            ok &= self._pairs_ok(count)
-        return ok
-
-    def _pair_replacements_reference(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
-        """:meth:`pair_replacements` with three-array fancy indexing (before issue 27's third round; kept for
-        the test)."""
-        P = others.shape[0]
-        ok = self._pair_replacements_unpaired(others, ti, tj)
-        if len(self.pairs):
-            base, count1, count2 = self._pair_base(others)
-            k1i, k2i, k1j, k2j = self._key1[:, ti], self._key2[:, ti], self._key1[:, tj], self._key2[:, tj]
-            c, p = np.arange(len(self.pairs))[:, None, None], np.arange(P)[None, :, None]
-            count = (base[:, :, None] + count2[c, p, k1i] + count1[c, p, k2i] + count2[c, p, k1j]
-                     + count1[c, p, k2j] + ((k1i == k2j) & (k1i >= 0)) + ((k1j == k2i) & (k1j >= 0)))
-            ok &= self._pairs_ok(count)
-        return ok
-
     def pair_replacements(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
         """Which candidate pairs (ti, tj) can join the other objects of each of P scenes.
 

@@ -105,7 +105,7 @@ class StratifiedProposal:
         for every (region, k >= 1) option table in turn, one uniform per proposal with k objects in that
         region (the region's cells); ``size * N`` uniforms (the order of the cells over the object ids);
         ``size * N`` uniforms (the type within each cell). Consecutive draws of doubles are one stream,
-        so the tables' uniforms are taken in one call (the same values as :meth:`_draw_reference`, which
+        so the tables' uniforms are taken in one call (the same values as ``draw_reference`` in ``tests/sampler_references.py``, which
         draws table by table; ``tests/test_scene_check_rows.py``)."""
         return next(self.draw_chunks(gen, size, size))
 
@@ -144,28 +144,6 @@ class StratifiedProposal:
             pos = (pos_u[lo:hi] * self.cell_size[part]).astype(np.int64)
             yield self.flat_types[self.cell_offset[part] + pos]
 
-    def _draw_reference(self, gen: np.random.Generator, size: int) -> np.ndarray:
-        """:meth:`draw` as written before issue 27's third round (one masked assignment per option
-        table); kept for the test."""
-        N = self.num_objects
-        pick = np.minimum(np.searchsorted(self.occupancy_cdf, gen.random(size), side="right"),
-                          len(self.occupancy_cdf) - 1)
-        occupancy = self.occupancies[pick]
-        cells = np.full((size, REGION_CAPACITY * len(domain.REGIONS)), -1, dtype=np.int64)
-        for r, options in enumerate(self.options):
-            for k, (rows, cdf) in options.items():
-                if k == 0:
-                    continue
-                mask = occupancy[:, r] == k
-                count = int(mask.sum())
-                if count:
-                    chosen = np.minimum(np.searchsorted(cdf, gen.random(count), side="right"), len(cdf) - 1)
-                    cells[mask, r * REGION_CAPACITY:(r + 1) * REGION_CAPACITY] = rows[chosen]
-        cells = np.sort(cells, axis=1)[:, cells.shape[1] - N:]  # the N real cells of every row
-        order = np.argsort(gen.random((size, N)), axis=1)
-        cells = np.take_along_axis(cells, order, axis=1)
-        pos = (gen.random((size, N)) * self.cell_size[cells]).astype(np.int64)
-        return self.flat_types[self.cell_offset[cells] + pos]
 
 
 def _multisets(items: list, max_size: int) -> Iterator[tuple]:

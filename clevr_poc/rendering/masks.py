@@ -298,14 +298,6 @@ def _footprint(mesh: Mesh, camera: Camera):
     return (i0, i1, j0, j1), _hull_mask(hull, np.arange(i0, i1) + 0.5, np.arange(j0, j1) + 0.5)
 
 
-def _hull_mask_reference(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The pixel centres (u (w,), v (h,)) on the inner side of every edge of the counter-clockwise
-    ``hull`` (M, 2) (or on it): the edge test at every pixel, (h, w, M) values. :func:`_hull_mask`
-    gives the same mask (tested), an order of magnitude faster."""
-    us, vs = np.meshgrid(u, v)
-    return np.all(_edge_cross(hull, us[..., None], vs[..., None]) >= 0, axis=-1)
-
-
 def _edge_cross(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``e_u * (v - a_v) - e_v * (u - a_u)`` per edge ``a -> a + e`` of ``hull`` (last axis) at points
     (u, v) broadcast against it: the very float operations of the edge test, whatever the shapes."""
@@ -315,7 +307,7 @@ def _edge_cross(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _hull_mask(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """:func:`_hull_mask_reference`'s mask (the same booleans), row by row (issue 27).
+    """The edge test's mask at every pixel (``tests/masks_reference.py``) (the same booleans), row by row (issue 27).
 
     In row ``v`` edge k's test ``c_k - e_v (u - a_u) >= 0`` (``c_k = e_u (v - a_v)``) is an interval of u
     with end ``a_u + c_k / e_v``; pixels farther than a tolerance (1e-9 px plus 1e-12 of the terms'
