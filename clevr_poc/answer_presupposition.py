@@ -25,7 +25,7 @@ exact, the presupposition's answer 0.9625, the same as the ``map`` rule over k =
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from clevr_poc.answer import Answer
 from clevr_poc.errors import ClevrPocError, FormatError
@@ -43,6 +43,23 @@ DEFAULT_PRESUPPOSITION_K = 16
 MAX_PRESUPPOSITION_K = 256
 
 
+class RankedPerception(Protocol):
+    """What the presupposition needs of a perception: the ``k`` most probable scenes of an image that are
+    consistent with the environment (a user's perception may offer only this)."""
+
+    def scene_distribution(self, image: Any, camera: Any = None, environment: "Environment | None" = None, *,
+                           k: int = DEFAULT_PRESUPPOSITION_K) -> SceneDistribution: ...
+
+
+class SearchingPerception(RankedPerception, Protocol):
+    """A :class:`RankedPerception` that also orders the scenes to search itself, lazily
+    (:meth:`clevr_poc.perception.Perception.presupposition_scenes`: the candidates' k best scenes, then those
+    that may also hold its weak detections)."""
+
+    def presupposition_scenes(self, image: Any, camera: Any = None, environment: "Environment | None" = None, *,
+                              k: int = DEFAULT_PRESUPPOSITION_K) -> "Iterable[Scene]": ...
+
+
 def check_presupposition_k(k: Any) -> int:
     """``k`` as an int in ``[0, MAX_PRESUPPOSITION_K]`` (0: no search).
 
@@ -54,9 +71,9 @@ def check_presupposition_k(k: Any) -> int:
     return k
 
 
-def can_search(perception: Any, environment: "Environment | None", k: int) -> bool:
+def can_search(perception: object, environment: "Environment | None", k: int) -> bool:
     """Whether :func:`presupposed_answer` can search: ``k >= 1``, an environment to decode in, and a
-    perception with ``scene_distribution`` (:class:`clevr_poc.perception.Perception`)."""
+    :class:`RankedPerception` (one with ``scene_distribution``, as :class:`clevr_poc.perception.Perception`)."""
     return k >= 1 and environment is not None and callable(getattr(perception, "scene_distribution", None))
 
 
@@ -97,17 +114,18 @@ def searched_answer(reasoner: "Reasoner", environment: "Environment", query: "Qu
         return None
 
 
-def scenes_to_search(perception: Any, image: Any, camera: Any, environment: "Environment", k: int
-                     ) -> "SceneDistribution | Iterable[Scene]":
-    """The scenes the presupposition searches for one image: ``perception.presupposition_scenes`` (our
-    :class:`~clevr_poc.perception.Perception`: the candidates' k best scenes, then those with its weak
-    detections) when the perception has it, else its ``scene_distribution`` (a user's perception)."""
+def scenes_to_search(perception: "SearchingPerception | RankedPerception", image: Any, camera: Any,
+                     environment: "Environment", k: int) -> "SceneDistribution | Iterable[Scene]":
+    """The scenes the presupposition searches for one image: ``perception.presupposition_scenes`` when the
+    perception is a :class:`SearchingPerception` (our :class:`~clevr_poc.perception.Perception`: the
+    candidates' k best scenes, then those with its weak detections), else its ``scene_distribution`` (a
+    :class:`RankedPerception`, e.g. a user's perception)."""
     search = getattr(perception, "presupposition_scenes", None)
     if callable(search):
         return search(image, camera, environment, k=k)
     return perception.scene_distribution(image, camera, environment, k=k)
 
 
-__all__ = ["DEFAULT_PRESUPPOSITION_K", "MAX_PRESUPPOSITION_K", "can_search",
+__all__ = ["DEFAULT_PRESUPPOSITION_K", "MAX_PRESUPPOSITION_K", "RankedPerception", "SearchingPerception", "can_search",
            "check_presupposition_k", "presupposed_answer",
            "scenes_to_search", "searched_answer"]
