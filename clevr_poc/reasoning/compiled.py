@@ -130,10 +130,14 @@ def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
     return CompiledQuery(len(slots), tuple(facts), target[2])
 
 
-def _python_value(symbol: clingo.Symbol):
-    if symbol.type == clingo.SymbolType.Number:
-        return symbol.number
-    return symbol.name
+def _atom_key(text: str) -> tuple:
+    """``("q_property", 0, "color", "red")`` of the atom ``q_property(0,color,red)``: its name, then its
+    arguments (numbers as ints, constants as names). One symbol-to-text call per atom instead of one clingo
+    call per argument and attribute (issue 27: every worker reads an environment's program); the atoms read
+    here (the externals, ``hasProperty/3``, ``at/2`` and the relations) have only number and constant
+    arguments."""
+    name, _, rest = text.partition("(")
+    return (name, *(int(a) if a.isdigit() else a for a in rest[:-1].split(",")))
 
 
 class EnvironmentSolver:
@@ -164,37 +168,35 @@ class EnvironmentSolver:
         #: external -> position in :attr:`base` (its false literal there)
         self.index: dict[tuple, int] = {}
         base: list[int] = []
-        for name, arity in self.EXTERNALS:
+        for name, arity in self.EXTERNALS:  # declared [free] (compiled_inputs.lp): assumptions set them
             for atom in atoms.by_signature(name, arity):
                 if not atom.is_external:
                     continue
-                key = (name, *(_python_value(a) for a in atom.symbol.arguments))
-                self.index[key] = len(base)
+                self.index[_atom_key(str(atom.symbol))] = len(base)
                 base.append(-atom.literal)
-                control.assign_external(atom.literal, None)  # free: its value comes from assumptions
         self.base = base
         n = num_objects
         #: properties[i][attribute][value] -> literal of hasProperty(i, attribute, value)
         self.properties: list[dict[str, dict[str, int]]] = [{a: {} for a in domain.ATTRIBUTES} for _ in range(n)]
         for atom in atoms.by_signature("hasProperty", 3):
-            o, p, v = atom.symbol.arguments
-            if o.type == clingo.SymbolType.Number and 0 <= o.number < n and p.name in domain.ATTRIBUTES:
-                self.properties[o.number][p.name][v.name] = atom.literal
+            _, o, p, v = _atom_key(str(atom.symbol))
+            if isinstance(o, int) and 0 <= o < n and p in domain.ATTRIBUTES:
+                self.properties[o][p][v] = atom.literal
         #: regions[i][r] -> literal of at(i, r)
         self.regions: list[dict[int, int]] = [{} for _ in range(n)]
         for atom in atoms.by_signature("at", 2):
-            o, r = atom.symbol.arguments
-            if o.type == clingo.SymbolType.Number and 0 <= o.number < n and r.type == clingo.SymbolType.Number:
-                self.regions[o.number][r.number] = atom.literal
+            _, o, r = _atom_key(str(atom.symbol))
+            if isinstance(o, int) and 0 <= o < n and isinstance(r, int):
+                self.regions[o][r] = atom.literal
         #: relations[rel][i][j]: literal of rel(i, j) to assume (i < j), or -1 - position in base of
         #: the external scene_relation(rel, i, j) (i > j); 0 on the diagonal (no such fact)
         self.relations: dict[str, list[list[int]]] = {}
         for rel in domain.RELATIONS:
             table = [[0] * n for _ in range(n)]
             for atom in atoms.by_signature(rel, 2):
-                i, j = atom.symbol.arguments
-                if i.type == j.type == clingo.SymbolType.Number and 0 <= i.number < j.number < n:
-                    table[i.number][j.number] = atom.literal
+                _, i, j = _atom_key(str(atom.symbol))
+                if isinstance(i, int) and isinstance(j, int) and 0 <= i < j < n:
+                    table[i][j] = atom.literal
             for i in range(n):
                 for j in range(i):
                     table[i][j] = -1 - self.index[("scene_relation", rel, i, j)]
