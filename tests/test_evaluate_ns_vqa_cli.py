@@ -118,7 +118,8 @@ def test_ns_vqa_bilstm_parser_parses_generator_questions(dataset, tmp_path, caps
 
     parsed = BiLSTMParser.from_pretrained(SHIPPED_PARSER).parse_batch([q.text for q in questions])
     correct = [programs_equal(p, q.asp_query) for p, q in zip(parsed, questions)]
-    assert out[0].startswith(f"program accuracy: literal {sum(correct)} of 6 ({sum(correct) / 6:.4f}), semantic ")
+    assert out[0] == f"models: parser_bilstm {Path(SHIPPED_PARSER).resolve()}"   # which model was loaded
+    assert out[1].startswith(f"program accuracy: literal {sum(correct)} of 6 ({sum(correct) / 6:.4f}), semantic ")
     # the one-hop questions (1 relation) are parsed right (literal order may differ from the gold text)
     assert correct[3:] == [True, True, True]
     report = json.loads((tmp_path / "r" / "report.json").read_text())

@@ -18,7 +18,10 @@ Two modes::
     # a trained CLIP baseline (python -m clevr_poc.baselines.clip train): --checkpoint is its folder
     python -m clevr_poc evaluate --dataset DIR --split test --model clip-nl --checkpoint runs/clip-nl
 
-The last line on stdout is one JSON object ``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
+With ``--scene perception`` or ``--query bilstm`` the first line on stdout names the model folders loaded
+(``models: perception DIR, parser_bilstm DIR``: the default is the repository's ``models/``, or ``./models``
+of the working directory for an installed package). The last line on stdout is one JSON object
+``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
 line before it counts parse failures; with ``--model`` the lines before those give the run time (seconds per
 question) and, for ``--model ns-vqa`` with a parser, the program accuracy two ways: literal (the parsed query
 equals the gold ``asp_query`` up to variable names and literal order,
@@ -250,6 +253,8 @@ def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
     folders = check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
                                 parser="bilstm" if args.query == "bilstm" else "given",
                                 perception_path=args.perception_path, parser_path=args.parser_path)
+    if folders:  # which models: the default folder may be ./models of the working directory (default_models_dir)
+        print("models: " + ", ".join(f"{kind} {Path(path).resolve()}" for kind, path in folders.items()))
     if args.threads < 1:
         raise FormatError("must be a positive integer", field="--threads", value=args.threads)
     if args.scene == "perception" or args.query == "bilstm":
