@@ -15,7 +15,7 @@ evaluator read images only through this module. An image is untrusted data:
    (``I;16``, ``I``) is scaled by 255/65535 (Pillow's ``convert("RGB")`` would clip every value over 255
    to white), palette images go through their palette, alpha is dropped (not composited).
 
-Needs Pillow (``pip install 'clevr-poc[vision]'``) for files, bytes and PIL images; arrays need only numpy.
+Needs Pillow (``pip install '.[vision]' in the clevr_poc folder``) for files, bytes and PIL images; arrays need only numpy.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _pil() -> Any:
     try:
         from PIL import Image
     except ImportError:  # pragma: no cover - every extra that reads images ships Pillow
-        raise ImageFileError("reading images needs Pillow: pip install 'clevr-poc[vision]'") from None
+        raise ImageFileError("reading images needs Pillow: pip install '.[vision]' in the clevr_poc folder") from None
     return Image
 
 

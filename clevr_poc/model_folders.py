@@ -117,5 +117,5 @@ def check_checkpoints(path_or_name: str | os.PathLike[str] | None = None, *, sce
 
 def _require(module: str, extra: str, what: str) -> None:
     if importlib.util.find_spec(module) is None:
-        raise PipelineError(f"{what} needs {module}: pip install 'clevr-poc[{extra}]' (or pip install '.[{extra}]' "
-                            f"in a clone)")
+        raise PipelineError(f"{what} needs {module}: pip install '.[{extra}]' in the clevr_poc "
+                            f"folder")

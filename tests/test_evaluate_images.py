@@ -79,4 +79,4 @@ def test_without_pillow_the_image_check_says_so_once_and_does_not_offer_allow_mi
     for allow in (False, True):
         with pytest.raises(ImageFileError) as caught:
             check_images(examples, release, allow_missing=allow)
-        assert str(caught.value) == "reading images needs Pillow: pip install 'clevr-poc[vision]'"
+        assert str(caught.value) == "reading images needs Pillow: pip install '.[vision]' in the clevr_poc folder"

@@ -365,7 +365,7 @@ def test_generate_on_the_core_install_names_the_generate_extra(tmp_path):
     result = subprocess.run([sys.executable, "-c", blocked, "generate", "--out", str(out), "--environments", "1",
                              "--scenes-per-environment", "1", "--seed", "0"], capture_output=True, text=True,
                             timeout=120)
-    _one_line_error(result, 1, "tqdm, matplotlib", "install the [generate] extra", "pip install 'clevr-poc[generate]'")
+    _one_line_error(result, 1, "tqdm, matplotlib", "install the [generate] extra", "pip install '.[generate]' in the clevr_poc folder")
     assert not out.exists()
 
 

@@ -26,7 +26,7 @@ from clevr_poc.commands.shared import (ArgumentParser, non_negative_float, non_n
 from clevr_poc.errors import ClevrPocError, FormatError
 
 MISSING_EXTRA = ("the CLIP baseline needs the [clip] extra (torch, open_clip_torch, transformers, Pillow): "
-                 "pip install 'clevr-poc[clip]'")
+                 "pip install '.[clip]' in the clevr_poc folder")
 
 
 def require_clip_extra() -> None:

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise FormatError("--predictions needs --dataset", field="--predictions")
     if importlib.util.find_spec("gradio") is None:
         raise ClevrPocError("explore needs gradio (not installed): install the [explore] extra "
-                            "(pip install 'clevr-poc[explore]')")
+                            "(pip install '.[explore]' in the clevr_poc folder)")
     from clevr_poc.explorer.case_runner import Models
     from clevr_poc.explorer.catalog import Catalog
 

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [m for m in ("datasets", "pyarrow") if importlib.util.find_spec(m) is None]
     if missing:
         raise ClevrPocError(f"export --format hf needs {', '.join(missing)} (not installed): install the [hf] "
-                            "extra (pip install 'clevr-poc[hf]')")
+                            "extra (pip install '.[hf]' in the clevr_poc folder)")
     from clevr_poc.export.hf_writer import export_hf
 
     check_output_folder(args.out, "--out")

@@ -96,7 +96,7 @@ def _require_generate_extra() -> None:
     missing = [name for name in GENERATE_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise ClevrPocError(f"generate needs {', '.join(missing)} (not installed): install the [generate] extra "
-                            f"(pip install 'clevr-poc[generate]')")
+                            f"(pip install '.[generate]' in the clevr_poc folder)")
 
 
 def run(args: argparse.Namespace) -> int:

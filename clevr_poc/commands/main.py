@@ -17,7 +17,7 @@ from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, run_guarded
 
 #: Sub-commands (modules ``clevr_poc.commands.<name>_command``), in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo", "export", "explore")
-#: The extra (``pip install 'clevr-poc[EXTRA]'``) that installs each optional module the commands import.
+#: The extra (``pip install '.[EXTRA]'`` in the clevr_poc folder) that installs each optional module the commands import.
 MODULE_EXTRAS: dict[str, str] = {
     "tqdm": "generate", "matplotlib": "generate", "scipy": "generate", "bpy": "render", "PIL": "vision",
     "torch": "vision", "torchvision": "vision", "open_clip": "clip", "transformers": "clip", "openai": "llm",
@@ -40,7 +40,7 @@ def missing_module_message(command: str | None, exc: ModuleNotFoundError) -> str
     if extra is None:
         return None
     return (f"{command or 'this command'} needs the Python module {module!r}, which is not installed: "
-            f"install the [{extra}] extra (pip install 'clevr-poc[{extra}]')")
+            f"install the [{extra}] extra (pip install '.[{extra}]' in the clevr_poc folder)")
 
 
 

@@ -83,7 +83,7 @@ def _bilstm(path: str) -> _Parser:
         from clevr_poc.parsing import BiLSTMParser  # type: ignore[attr-defined]
     except ImportError as exc:
         if getattr(exc, "name", None) == "torch":
-            raise FormatError("the BiLSTM parser needs PyTorch (pip install 'clevr-poc[vision]')",
+            raise FormatError("the BiLSTM parser needs PyTorch (pip install '.[vision]' in the clevr_poc folder)",
                               field="--parser", value=path) from None
         try:
             from clevr_poc.parsing.seq2seq import BiLSTMParser

@@ -4,7 +4,7 @@ A thin shell over :func:`clevr_poc.rendering.batch_render.render_dataset`: rende
 ``DIR/incomplete/scenes/<split>/*.json`` to ``DIR/incomplete/images/<split>/<image_filename>`` (and, with
 ``--complete``, the complete scenes to ``DIR/complete/images/...``), rewrites each scene file with its
 ground truth (masks, boxes, ``pixel_coords``, camera), skips images already done (resumable), writes
-atomically, and first removes the temp files a killed run left. Needs ``bpy`` (``pip install 'clevr-poc[render]'``); bad values end with one ``error: ...``
+atomically, and first removes the temp files a killed run left. Needs ``bpy`` (``pip install '.[render]' in the clevr_poc folder``); bad values end with one ``error: ...``
 line and exit status 1.
 """
 

@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     return run_guarded(checked_train,
                        interrupted="interrupted (rerun the same command to resume from the last checkpoint)",
-                       missing_module=lambda exc: f"training the parser needs {exc.name} (pip install 'clevr-poc[vision]')")
+                       missing_module=lambda exc: f"training the parser needs {exc.name} (pip install '.[vision]' in the clevr_poc folder)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ClevrPocError("plots need matplotlib: pip install 'clevr-poc[generate]'") from None
+        raise ClevrPocError("plots need matplotlib: pip install '.[generate]' in the clevr_poc folder") from None
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 

@@ -172,7 +172,7 @@ def load_export(path: str | os.PathLike[str], split: str | Sequence[str] | None 
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise FormatError("reading an export needs pyarrow: install the [hf] extra (pip install 'clevr-poc[hf]')",
+        raise FormatError("reading an export needs pyarrow: install the [hf] extra (pip install '.[hf]' in the clevr_poc folder)",
                           source=root) from None
     columns: dict[str, list[Any]] = {name: [] for name in _READ}
     for name in chosen:

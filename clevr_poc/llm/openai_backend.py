@@ -44,7 +44,7 @@ class OpenAIChatBackend:
         try:
             import openai
         except ImportError:  # pragma: no cover - exercised only without the [llm] extra
-            raise LLMBackendError("the 'openai' package is not installed (pip install 'clevr-poc[llm]')",
+            raise LLMBackendError("the 'openai' package is not installed (pip install '.[llm]' in the clevr_poc folder)",
                                   backend="openai") from None
         self._openai = openai
         self.model = model or os.environ.get(MODEL_ENV) or ""

@@ -115,7 +115,7 @@ class TransformersVLMBackend:
             import transformers  # noqa: F401
         except ImportError:
             raise LLMBackendError("the transformers backend needs torch and transformers "
-                                  "(pip install 'clevr-poc[vlm]')", backend="transformers") from None
+                                  "(pip install '.[vlm]' in the clevr_poc folder)", backend="transformers") from None
         self.model_id = str(model)
         if not self.model_id.strip():
             raise LLMBackendError("no model given: expected transformers:PATH_OR_HUB_ID", backend="transformers")

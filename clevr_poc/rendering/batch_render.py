@@ -267,7 +267,7 @@ def render_dataset(
     # sys.path entries that Blender adds (see render._import_bpy)
     if tasks and not bpy_available():
         raise RenderError("rendering needs Blender's Python module (bpy); "
-                          "pip install 'clevr-poc[render]' (bpy==5.0.1, Python 3.11)")
+                          "pip install '.[render]' in the clevr_poc folder (bpy==5.0.1, Python 3.11)")
     start = time.perf_counter()
     results: list[RenderTaskResult] = list(map_ordered(
         render_task, tasks, workers=workers, executor=executor, ray_address=ray_address,

@@ -304,7 +304,7 @@ def _import_bpy() -> None:
     except ImportError as exc:
         if exc.name != "_bpy":
             raise RenderError(f"rendering needs Blender's Python module ({exc}); install it with "
-                              "pip install 'clevr-poc[render]' (bpy==5.0.1 needs Python 3.11 and numpy<2)") from None
+                              "pip install '.[render]' in the clevr_poc folder (bpy==5.0.1 needs Python 3.11 and numpy<2)") from None
     for name in [m for m in sys.modules if m == "bpy" or m.startswith("bpy.")]:
         del sys.modules[name]
     sys.path[:] = [p for p in sys.path if not _is_blender_scripts_path(p)]
