@@ -227,6 +227,9 @@ def test_largest_remainder_and_share_parsing():
 @pytest.mark.parametrize("argv, message", [
     (["--splits", "train=abc"], "--splits: the share of 'train' is not a number: 'abc'"),
     (["--splits", "train=0.5,train=0.5"], "--splits: 'train' given twice"),
+    (["--splits", "train=0.5,test=0.6"], "--splits: the shares add up to 1.1, not 1 (e.g. train=0.6,val=0.2,test=0.2)"),
+    (["--query-shares", "colour=1"], "--query-shares: unknown attribute 'colour'; expected some of ['color', "
+                                     "'shape', 'size', 'material']"),
     (["--workers", "0"], "--workers: must be >= 1, got 0"),
     (["--executor", "dask"], "--executor: expected one of ['local', 'ray'], got 'dask'"),
 ])

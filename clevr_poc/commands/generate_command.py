@@ -50,7 +50,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                         help="scenes (= questions) per environment")
     parser.add_argument("--seed", required=True, metavar="K", help="random seed (integer)")
     parser.add_argument("--splits", default="train=0.6,val=0.2,test=0.2", metavar="NAME=SHARE,...",
-                        help="split shares (default: %(default)s)")
+                        help="split shares, adding up to 1 (default: %(default)s)")
     parser.add_argument("--query-shares", default="color=0.4,shape=0.4,size=0.1,material=0.1",
                         metavar="ATTR=SHARE,...", help="query attribute shares (default: %(default)s, paper App. B)")
     parser.add_argument("--workers", default="1", metavar="N", help="parallel workers (default: 1)")
@@ -89,6 +89,21 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 GENERATE_MODULES: tuple[str, ...] = ("tqdm", "matplotlib", "scipy")
 
 
+def _whole(shares: dict[str, float], option: str, example: str) -> dict[str, float]:
+    """``shares`` when they add up to 1 (to 1e-6): the command takes shares, not weights, so that a typo
+    (``train=0.5,test=0.6``) is not silently rescaled (the library's ``DatasetConfig`` normalises).
+
+    Raises:
+        DatasetConfigError: naming the option, the sum and an example.
+    """
+    total = sum(shares.values())
+    if abs(total - 1.0) > 1e-6:
+        from clevr_poc.generation.dataset_config import DatasetConfigError
+
+        raise DatasetConfigError(f"{option}: the shares add up to {total:g}, not 1 (e.g. {example})")
+    return shares
+
+
 def _require_generate_extra() -> None:
     """A one-line error naming the [generate] extra when one of its modules is missing (core install)."""
     import importlib.util
@@ -115,8 +130,15 @@ def run(args: argparse.Namespace) -> int:
     workers = integer_setting(args.workers, "--workers", 1, "workers")
     chunksize = integer_setting(args.chunksize, "--chunksize", 1, "examples")
     write_batch = integer_setting(args.write_batch, "--write-batch", 1, "examples")
-    splits = parse_shares(args.splits, what="--splits")
-    query_shares = parse_shares(args.query_shares, what="--query-shares")
+    splits = _whole(parse_shares(args.splits, what="--splits"), "--splits", "train=0.6,val=0.2,test=0.2")
+    query_shares = _whole(parse_shares(args.query_shares, what="--query-shares"), "--query-shares",
+                          "color=0.4,shape=0.4,size=0.1,material=0.1")
+    from clevr_poc import domain
+
+    unknown = [name for name in query_shares if name not in domain.ATTRIBUTES]
+    if unknown:
+        raise DatasetConfigError(f"--query-shares: unknown attribute {unknown[0]!r}; expected some of "
+                                 f"{list(domain.ATTRIBUTES)}")
     if args.executor not in EXECUTORS:
         raise DatasetConfigError(f"--executor: expected one of {list(EXECUTORS)}, got {args.executor!r}")
     if args.ray_address is not None and args.executor != "ray":
