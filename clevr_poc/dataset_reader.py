@@ -278,7 +278,8 @@ def load_dataset(path: str | os.PathLike[str], split: str | Sequence[str] | None
     """
     path = Path(path)
     if not path.is_dir():
-        raise FormatError("dataset folder not found", source=path)
+        raise FormatError("is a file, not a dataset folder" if path.exists() else "dataset folder not found",
+                          source=path)
     root = _data_root(path)
     layout = "clevr_poc" if (root / "environments").is_dir() or (root / "dataset.json").is_file() else "official"
     environment_dir = Path(environments) if environments is not None else _environment_dir(path, root)

@@ -61,3 +61,18 @@ def test_bad_numbers_are_usage_errors_in_every_command_line():
         result = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, timeout=120)
         assert result.returncode == 2, (module, result.stderr)
         assert "expected an integer >= 1, got '0'" in result.stderr, module
+
+
+def test_a_file_given_as_the_dataset_is_named_a_file(tmp_path):
+    """``--dataset README.md`` exists: "is a file, not a dataset folder", not "not found"."""
+    from clevr_poc.commands.shared import require_dataset_folder
+    from clevr_poc.dataset_reader import load_dataset
+    from clevr_poc.errors import FormatError
+
+    file = tmp_path / "README.md"
+    file.write_text("# not a dataset\n")
+    for check in (require_dataset_folder, load_dataset):
+        with pytest.raises(FormatError, match="is a file, not a dataset folder"):
+            check(file)
+        with pytest.raises(FormatError, match="dataset folder not found"):
+            check(tmp_path / "nope")

@@ -135,7 +135,8 @@ def require_dataset_folder(dataset: str | os.PathLike[str]) -> Path:
         FormatError: no such folder.
     """
     if not Path(dataset).is_dir():
-        raise FormatError("dataset folder not found", source=dataset)
+        raise FormatError("is a file, not a dataset folder" if Path(dataset).exists() else "dataset folder not found",
+                          source=dataset)
     return Path(dataset)
 
 
