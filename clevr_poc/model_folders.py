@@ -26,11 +26,13 @@ PERCEPTION_FILES: tuple[str, ...] = ("perception.pt",)
 PARSER_FILES: tuple[str, ...] = ("config.json", "vocab.json", "weights.pt")
 
 _HOW_TO_GET = {
-    PERCEPTION_DIR: ("the perception model is shipped in models/perception/ of a clone of the clevr_poc repository "
-                     f"(point {MODELS_ENV} or from_pretrained(path) at a models folder), or train one: "
+    PERCEPTION_DIR: ("the perception model is shipped in models/perception/ of a clone of the clevr_poc repository: "
+                     f"run from the clone's root, or point {MODELS_ENV}, --perception-path or from_pretrained(path) "
+                     "at it; or train one: "
                      "python -m clevr_poc.perception train --dataset DIR --out models/perception"),
-    PARSER_DIR: ("the BiLSTM parser is shipped in models/parser_bilstm/ of a clone of the clevr_poc repository "
-                 f"(point {MODELS_ENV} or from_pretrained(path) at a models folder), or train one: "
+    PARSER_DIR: ("the BiLSTM parser is shipped in models/parser_bilstm/ of a clone of the clevr_poc repository: "
+                 f"run from the clone's root, or point {MODELS_ENV}, --parser-path or from_pretrained(path) at it; "
+                 "or train one: "
                  "python -m clevr_poc.train_parser --dataset DIR --out models/parser_bilstm"),
 }
 
