@@ -136,16 +136,16 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     vlm.add_argument("--prompt", choices=("direct", "list-then-reason"), default="direct",
                      help="VLM prompt: answer directly (default) or first list every visible object, then reason "
                           "(the listed scene is also scored)")
-    vlm.add_argument("--device", default="auto", metavar="D",
-                     help="torch device of transformers:MODEL backends and of ns-vqa --scene perception: auto "
-                          "(CUDA when present), cpu, cuda, cuda:N")
+    parser.add_argument("--device", default="auto", metavar="D",
+                        help="torch device of ns-vqa --scene perception and of vlm transformers:MODEL backends: "
+                             "auto (CUDA when present), cpu, cuda, cuda:N")
     vlm.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                      help="transformers:MODEL backends: auto = bf16/fp16 on CUDA, float32 on the CPU")
     parser.add_argument("--allow-missing-images", action="store_true",
                         help="models that read images (ns-vqa --scene perception, vlm, clip-*): score a question "
                              "whose image is missing or unreadable as a failure, its cause printed and in the "
                              "report (default: stop with an error naming the file)")
-    probabilistic = parser.add_argument_group("ns-vqa answers with probabilities (issue #24)")
+    probabilistic = parser.add_argument_group("ns-vqa answers with probabilities")
     probabilistic.add_argument("--answer-rule", choices=("map", "most-probable-set", "expected-jaccard"),
                                help="answer over the k most probable consistent scenes and pick the set by this rule; "
                                     "reports ECE, Brier score and accuracy against coverage (report.json 'calibration', "
