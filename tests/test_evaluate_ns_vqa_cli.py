@@ -128,6 +128,19 @@ def test_ns_vqa_bilstm_parser_parses_generator_questions(dataset, tmp_path, caps
     assert [e["exact"] for e in report["examples"]][3:] == [1.0, 1.0, 1.0]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None or not SHIPPED_PARSER.is_dir(),
+                    reason="needs torch and the shipped models/parser_bilstm")
+def test_the_models_line_is_printed_once_with_worker_processes(dataset, capfd):
+    """The workers build their own models: the parent alone names the folders (run as a subprocess would)."""
+    from clevr_poc.commands.main import main
+
+    root, _ = dataset
+    assert main(["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa", "--query", "bilstm",
+                 "--workers", "2"]) == 0
+    out = capfd.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("models: ")] == [f"models: parser_bilstm {SHIPPED_PARSER.resolve()}"]
+
+
 def test_ns_vqa_option_errors_are_one_line(dataset, tmp_path, capsys):
     root, _ = dataset
     base = ["evaluate", "--dataset", str(root), "--split", "testing", "--model", "ns-vqa"]

@@ -234,10 +234,19 @@ def _model(args: argparse.Namespace) -> "Model":
     return LLMStandalone(args.backend, max_tokens=max_tokens, workers=args.workers, name=args.name)
 
 
+def _checkpoint_folders(args: argparse.Namespace) -> dict[str, Path]:
+    """The checkpoint folders ``--model ns-vqa`` loads (checked: :func:`clevr_poc.pipeline.check_checkpoints`)."""
+    from clevr_poc.pipeline import check_checkpoints
+
+    return check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
+                             parser="bilstm" if args.query == "bilstm" else "given",
+                             perception_path=args.perception_path, parser_path=args.parser_path)
+
+
 def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
     """NS-VQA (:class:`~clevr_poc.pipeline.Pipeline`) with the ``--scene`` / ``--query`` sources
     (checkpoints checked before anything runs)."""
-    from clevr_poc.pipeline import Pipeline, check_checkpoints
+    from clevr_poc.pipeline import Pipeline
 
     if args.query != "llm" and args.backend:
         raise FormatError("--backend is used with --query llm (or --model llm-standalone) only", field="--backend",
@@ -250,11 +259,7 @@ def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
                           value=args.perception_path)
     if args.scene != "perception" and args.camera != "auto":
         raise FormatError("--camera is used with --scene perception only", field="--camera", value=args.camera)
-    folders = check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
-                                parser="bilstm" if args.query == "bilstm" else "given",
-                                perception_path=args.perception_path, parser_path=args.parser_path)
-    if folders:  # which models: the default folder may be ./models of the working directory (default_models_dir)
-        print("models: " + ", ".join(f"{kind} {Path(path).resolve()}" for kind, path in folders.items()))
+    folders = _checkpoint_folders(args)
     if args.threads < 1:
         raise FormatError("must be a positive integer", field="--threads", value=args.threads)
     if args.scene == "perception" or args.query == "bilstm":
@@ -393,6 +398,10 @@ def run(args: argparse.Namespace) -> int:
 
         image_failures = _image_failures(args, examples)  # before any model is loaded
         model = _model(args)  # built here too when pooled: its errors are one line, and it names the run
+        if args.model == "ns-vqa" and (args.scene == "perception" or args.query == "bilstm"):
+            # which models: the default folder may be ./models of the working directory (default_models_dir)
+            print("models: " + ", ".join(f"{kind} {Path(path).resolve()}"
+                                         for kind, path in _checkpoint_folders(args).items()))
         if args.model == "ns-vqa" and args.scene == "gold" and args.query == "gold":
             print("note: --model ns-vqa with the default --scene gold --query gold uses the gold partial scene and "
                   "the gold ASP query (= ns-vqa-gold); from pixels: --scene perception --query bilstm", file=sys.stderr)
