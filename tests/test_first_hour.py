@@ -192,3 +192,18 @@ def test_parse_questions_file_marks_unreadable_lines(tmp_path, capsys):
     assert status == 0 and rows[0]["asp_query"].startswith("missing(Q) :- hasProperty(X,size,Q)")
     assert rows[1]["asp_query"] is None and "did not know 8 of 8 words" in rows[1]["error"]
     assert "1 ok, 1 failed" in err
+
+
+def test_demo_refuses_an_out_folder_that_is_not_a_demo_folder(tmp_path):
+    """A generated dataset or the clone's root as --out: the demo would write dataset/ and report/ into it."""
+    from clevr_poc.commands.demo_command import _check_demo_folder
+    from clevr_poc.errors import FormatError
+
+    _check_demo_folder(tmp_path / "new")                     # not there yet: fine
+    (tmp_path / "demo" / "dataset").mkdir(parents=True)
+    (tmp_path / "demo" / "report").mkdir()
+    _check_demo_folder(tmp_path / "demo")                    # a demo's own folder: the rerun resumes
+    (tmp_path / "data" / "incomplete").mkdir(parents=True)
+    (tmp_path / "data" / "dataset.json").write_text("{}")
+    with pytest.raises(FormatError, match=r"holds 'dataset.json' and is not a demo folder"):
+        _check_demo_folder(tmp_path / "data")

@@ -162,6 +162,25 @@ def check_settings(args: argparse.Namespace) -> None:
         resolve_device(getattr(args, "device", "auto"))
 
 
+#: What a demo folder holds (a rerun resumes in it); anything else in ``--out`` belongs to someone else.
+DEMO_ENTRIES = frozenset({"dataset", "report"})
+
+
+def _check_demo_folder(out: Path) -> None:
+    """Refuse an ``--out`` that already holds something other than a demo's ``dataset/`` and ``report/``
+    (a generated dataset, the clone's root): the demo would write its folders inside it.
+
+    Raises:
+        FormatError: naming the folder and one of its entries.
+    """
+    if not out.is_dir():
+        return
+    others = sorted(p.name for p in out.iterdir() if p.name not in DEMO_ENTRIES and not p.name.startswith("."))
+    if others:
+        raise FormatError(f"holds {others[0]!r} and is not a demo folder (the demo writes dataset/ and report/ "
+                          "there, and resumes in a folder of its own): use a new --out", source=out)
+
+
 def run(args: argparse.Namespace) -> int:
     check_settings(args)
     check_requirements()
@@ -186,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     look = (f"the official asset files in {args.assets}" if args.assets is not None
             else "the procedural official look (the release's: 320x320, official camera, lights, backdrop, shaders)")
     check_output_folder(out, "--out")
+    _check_demo_folder(out)
 
     total = args.environments * args.questions
     _say(f"[1/4] generating {args.environments} environments x {args.questions} questions into {dataset_dir}")
