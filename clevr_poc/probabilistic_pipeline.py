@@ -26,7 +26,7 @@ k most probable scenes that may also hold the weak detections (scores in [``weak
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from clevr_poc.errors import ClevrPocError, FormatError, SolverTimeoutError, UnsafeProgramError
 from clevr_poc.perception.ranked_decoding import DEFAULT_K, DEFAULT_MAX_MODELS, DEFAULT_MIN_RATIO
@@ -125,8 +125,8 @@ class ProbabilisticPipeline(Pipeline):
                                               min_ratio=s.min_ratio, max_models=s.max_models,
                                               candidate_threshold=weak)
 
-    def _answered(self, reason: Any, environment: Any, first: SceneDistribution, weak: Any, query: Any
-                  ) -> ProbabilisticAnswer:
+    def _answered(self, reason: Callable[..., ProbabilisticAnswer], environment: Any, first: SceneDistribution,
+                  weak: Callable[[], SceneDistribution | None], query: Any) -> ProbabilisticAnswer:
         """``reason`` (the reasoner's ``answer_distribution`` or ``explain_distribution``) over ``first``;
         when no scene of it answers the question (evidence 0), over ``weak()`` (:meth:`_weak_distribution`)
         if that answers it: every CLEVR-POC question has an answer, and an object seen only weakly is

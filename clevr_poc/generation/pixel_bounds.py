@@ -90,14 +90,10 @@ def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dic
     else:
         points = np.concatenate(list(vertices) + list(outer))
         inner_count = sum(len(v) for v in vertices)
-    cam = points @ camera.rotation.T + camera.translation
-    depth = cam[:, 2]
-    if not np.all(depth > 0):
+    projected = _projected(points, camera)
+    if projected is None:
         return None
-    uvw = cam @ camera.K.T
-    uv = np.empty((2, len(cam)))
-    np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
-    np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
+    depth, uv = projected
     # (K, sum V): a row per direction (numpy's argmax along the columns of a (V, K) array is 2x slower)
     support_all = _DIRECTIONS @ uv
     sizes = [len(v) for v in vertices]
@@ -125,6 +121,20 @@ def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dic
     return found
 
 
+def _projected(points: np.ndarray, camera) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(depth (V,), uv (2, V))`` of world points (V, 3), :func:`clevr_poc.camera.project_points`'
+    arithmetic; None when a point lies behind the camera (depth <= 0)."""
+    cam = points @ camera.rotation.T + camera.translation
+    depth = cam[:, 2]
+    if not np.all(depth > 0):
+        return None
+    uvw = cam @ camera.K.T
+    uv = np.empty((2, len(cam)))
+    np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
+    np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
+    return depth, uv
+
+
 def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_counts: list[int], camera
                         ) -> dict | None:
     """:func:`vertex_silhouettes` of ``(inner, outer)`` points given object by object in one array
@@ -134,14 +144,10 @@ def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_count
     n = len(inner_counts)
     if not n:
         return {}
-    cam = points @ camera.rotation.T + camera.translation
-    depth = cam[:, 2]
-    if not np.all(depth > 0):
+    projected = _projected(points, camera)
+    if projected is None:
         return None
-    uvw = cam @ camera.K.T
-    uv = np.empty((2, len(cam)))
-    np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
-    np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
+    depth, uv = projected
     support_all = _DIRECTIONS @ uv                                       # (K, V)
     sizes = np.array(inner_counts) + np.array(outer_counts)
     starts = np.cumsum(sizes) - sizes                                     # object k's first (inner) point

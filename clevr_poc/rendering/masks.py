@@ -60,17 +60,9 @@ def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Seque
         footprints = mesh_footprints(meshes, camera)
     wi0, wi1, wj0, wj1 = (0, camera.width, 0, camera.height) if window is None else window
     H, W = wj1 - wj0, wi1 - wi0
-    index = np.full((H, W), BACKGROUND, dtype=np.int32)
-    cover = np.zeros((H, W), dtype=np.int32)
     if window is not None:  # the footprints' parts inside the window, in its coordinates
         footprints = [_clip(footprint, wi0, wi1, wj0, wj1) for footprint in footprints]
-    for k, footprint in enumerate(footprints):
-        if footprint is None:
-            continue
-        (i0, i1, j0, j1), inside = footprint
-        cover[j0:j1, i0:i1] += inside
-        first = index[j0:j1, i0:i1]
-        first[inside & (first == BACKGROUND)] = k
+    index, cover = first_cover(footprints, H, W)
     if not (cover > 1).any():
         return index
     # Where several hulls meet, an object whose nearest vertex lies farther than the farthest vertex of
@@ -79,12 +71,7 @@ def instance_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Seque
     # candidates are ray-cast, and a pixel left with one candidate is that object's (issue 27: most
     # overlaps are an object behind another, so most shared pixels need no ray).
     near, far = _depth_ranges(meshes, camera)
-    nearest_far = np.full((H, W), np.inf)
-    for k, footprint in enumerate(footprints):
-        if footprint is not None:
-            (i0, i1, j0, j1), inside = footprint
-            box = nearest_far[j0:j1, i0:i1]
-            box[inside] = np.minimum(box[inside], far[k])
+    nearest_far = nearest_far_depth(footprints, far, H, W)
     candidate_masks: list = []
     candidates = np.zeros((H, W), dtype=np.int32)
     for k, footprint in enumerate(footprints):
@@ -138,6 +125,36 @@ def _clip(footprint, i0: int, i1: int, j0: int, j1: int):
 #: Depth margin (world units) of the candidate test of :func:`instance_index_map`: far above the rounding
 #: of the ray distances (about 1e-14 world units at CLEVR's 5-20 units from the camera).
 _DEPTH_MARGIN = 1e-6
+
+
+def first_cover(footprints: Sequence, H: int, W: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, cover)`` of footprints ``((i0, i1, j0, j1), inside)`` (None: off the image) on an (H, W)
+    grid: the first footprint covering each pixel (``BACKGROUND`` where none), int32 (H, W), and how many
+    cover it, int32 (H, W). Shared by :func:`instance_index_map` and
+    :func:`clevr_poc.rendering.ordered_map.ordered_index_map`."""
+    index = np.full((H, W), BACKGROUND, dtype=np.int32)
+    cover = np.zeros((H, W), dtype=np.int32)
+    for k, footprint in enumerate(footprints):
+        if footprint is None:
+            continue
+        (i0, i1, j0, j1), inside = footprint[:2]
+        cover[j0:j1, i0:i1] += inside
+        first = index[j0:j1, i0:i1]
+        first[inside & (first == BACKGROUND)] = k
+    return index, cover
+
+
+def nearest_far_depth(footprints: Sequence, far: np.ndarray, H: int, W: int) -> np.ndarray:
+    """Per pixel of the (H, W) grid, the smallest far depth ``far[k]`` (world units along the view axis) of
+    the footprints covering it, ``inf`` where none: an object whose near depth lies beyond it cannot be
+    seen there. float64 (H, W)."""
+    nearest_far = np.full((H, W), np.inf)
+    for k, footprint in enumerate(footprints):
+        if footprint is not None:
+            (i0, i1, j0, j1), inside = footprint[:2]
+            box = nearest_far[j0:j1, i0:i1]
+            box[inside] = np.minimum(box[inside], far[k])
+    return nearest_far
 
 
 def _depth_ranges(meshes: Sequence[Mesh], camera: Camera) -> tuple[np.ndarray, np.ndarray]:

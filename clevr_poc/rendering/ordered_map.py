@@ -27,7 +27,8 @@ from typing import Sequence
 import numpy as np
 
 from clevr_poc.camera import Camera, pixel_rays, project_points
-from clevr_poc.rendering.masks import BACKGROUND, _DEPTH_MARGIN, _clip, _convex_hull, _depth_ranges, _hull_mask, _next
+from clevr_poc.rendering.masks import (_DEPTH_MARGIN, _clip, _convex_hull, _depth_ranges, _hull_mask,
+                                      _next, first_cover, nearest_far_depth)
 from clevr_poc.rendering.shapes import Mesh
 
 #: World units a vertical plane must leave between two objects for their order to be taken from their positions.
@@ -81,26 +82,13 @@ def ordered_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Sequen
     """
     wi0, wi1, wj0, wj1 = window
     H, W = wj1 - wj0, wi1 - wi0
-    index = np.full((H, W), BACKGROUND, dtype=np.int32)
-    cover = np.zeros((H, W), dtype=np.int32)
     clipped = [None if f is None else _clip(f[:2], wi0, wi1, wj0, wj1) for f in footprints]
-    for k, footprint in enumerate(clipped):
-        if footprint is None:
-            continue
-        (i0, i1, j0, j1), inside = footprint
-        cover[j0:j1, i0:i1] += inside
-        first = index[j0:j1, i0:i1]
-        first[inside & (first == BACKGROUND)] = k
+    index, cover = first_cover(clipped, H, W)
     if not (cover > 1).any():
         return index
     # the candidates of instance_index_map: not certainly behind another object covering the pixel
     near, far = _depth_ranges(meshes, camera)
-    nearest_far = np.full((H, W), np.inf)
-    for k, footprint in enumerate(clipped):
-        if footprint is not None:
-            (i0, i1, j0, j1), inside = footprint
-            box = nearest_far[j0:j1, i0:i1]
-            box[inside] = np.minimum(box[inside], far[k])
+    nearest_far = nearest_far_depth(clipped, far, H, W)
     candidate: dict[int, np.ndarray] = {}                 # k -> (H, W) candidate mask
     candidates = np.zeros((H, W), dtype=np.int32)
     for k, footprint in enumerate(clipped):
