@@ -1,0 +1,304 @@
+"""The official answer of a compiled query on a partial scene, computed in Python from the hidden
+object's candidates (issue 27: the question generator's verdicts on layouts the visibility check has
+already rejected, where only *whether* a question is accepted matters, not its gold label).
+
+What is reproduced (``asp/background.lp``, ``asp/answering.lp``, ``asp/compiled_inputs.lp``; objects
+``0..N-1``, the visible ones ``0..N-2`` with their attributes, regions and ``relationships``, the hidden
+one ``h = N-1`` with none of them):
+
+- **the hidden object** takes every look ``(color, shape, size, material, region)`` of
+  :func:`~clevr_poc.generation.candidate_objects.hidden_candidates` (the environment's constraints,
+  distinctness and region capacity; no constraint template mentions a relation);
+- **relations with the hidden object**: for each visible ``o`` (``o < h``) the program chooses exactly
+  one of ``left(o,h)``/``right(o,h)`` and one of ``front(o,h)``/``behind(o,h)``; ``right(h,o)`` follows
+  from ``left(o,h)`` and ``front(h,o)`` from ``behind(o,h)``; ``left(h,o)`` and ``behind(h,o)`` have no
+  rule (the scene states no ``scene_relation`` of the hidden object). A relation atom ``rel(X,Y)``
+  requires ``rel_R(region X, region Y)``; ``left(o,h)`` and ``right(h,o)`` require the same
+  (``right_R(r_h, r_o)``), as do ``behind(o,h)`` and ``front(h,o)`` (``front_R(r_h, r_o)``). Every pair
+  of regions admits one side of each axis (checked at import), so the choices of different ``o`` are
+  independent and never rule a candidate out by themselves;
+- **relations between visible objects** are the scene's (``rel(i,j)`` for ``j`` in
+  ``relationships[rel][i]``, as :meth:`~clevr_poc.reasoning.compiled.EnvironmentSolver.assumptions`
+  states them) closed under ``right(X,Y) :- left(Y,X)`` and ``front(X,Y) :- behind(Y,X)``; when a pair
+  is not ordered on one axis by exactly one atom (a tie, a contradiction) or a relation breaks region
+  adjacency, the scene is outside this reading (None: ask clingo);
+- **the query**: one object per slot satisfying every ``q_*`` fact; ``rel(x,x)`` is never true and
+  ``sameProperty`` needs two different objects. The answer is the union over candidates, relation
+  choices and bindings of the target slot's value (the brave consequences of ``missing/1``).
+
+The hidden object stays one symbolic object: a binding that uses it narrows a bit set over the
+candidates (its attribute values, its region through the relations), so the search runs over bindings
+of slots to objects, not over candidates (tens of microseconds for the generator's questions).
+``tests/test_candidate_answers.py`` compares it with the compiled Reasoner on generated scenes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from clevr_poc import domain
+from clevr_poc.reasoning.compiled import CompiledQuery
+from clevr_poc.scene import Scene
+
+#: A look of the hidden object: (color, shape, size, material, region) (as in candidate_objects).
+Look = tuple[str, str, str, str, int]
+_FIELD = {"color": 0, "shape": 1, "size": 2, "material": 3}
+_LR, _FB = 0, 1  # the two axes of a (visible, hidden) pair
+
+
+def _hidden_relation_rules() -> dict[tuple[str, bool], tuple[int, int, frozenset[tuple[int, int]]]]:
+    """``(rel, hidden_first)`` -> (axis, side, allowed (r_h, r_o) pairs) for the atom ``rel(o,h)``
+    (``hidden_first`` False) or ``rel(h,o)`` (True); atoms without a rule are absent."""
+    right, front = domain.RIGHT_R, domain.FRONT_R
+    swap = frozenset((b, a) for a, b in right)  # (r_h, r_o) with right_R(r_o, r_h)
+    swap_front = frozenset((b, a) for a, b in front)
+    return {
+        ("left", False): (_LR, 0, right),        # left(o,h): left_R(r_o, r_h) = right_R(r_h, r_o)
+        ("right", True): (_LR, 0, right),        # right(h,o) :- left(o,h); right_R(r_h, r_o)
+        ("right", False): (_LR, 1, swap),        # right(o,h): right_R(r_o, r_h)
+        ("front", False): (_FB, 0, swap_front),  # front(o,h): front_R(r_o, r_h)
+        ("behind", False): (_FB, 1, front),      # behind(o,h): behind_R(r_o, r_h) = front_R(r_h, r_o)
+        ("front", True): (_FB, 1, front),        # front(h,o) :- behind(o,h); front_R(r_h, r_o)
+    }
+
+
+_HIDDEN_RULES = _hidden_relation_rules()
+for _table in (domain.RIGHT_R, domain.FRONT_R):  # every region pair is ordered one way or the other
+    assert all((a, b) in _table or (b, a) in _table for a in domain.REGIONS for b in domain.REGIONS)
+
+
+@dataclass(frozen=True)
+class PartialWorld:
+    """A partial scene and its hidden object's candidates, prepared for :func:`candidate_answer`
+    (built once per partial scene by :func:`partial_world`).
+
+    Attributes:
+        hidden: the hidden object's id (``N-1`` = number of visible objects).
+        looks: per visible object, its (color, shape, size, material, region).
+        relations: ``relations[rel][i]``: the visible ``j`` with ``rel(i,j)`` true.
+        full: bit set of every candidate (bit k = k-th candidate); 0 when there is none.
+        value_bits: ``value_bits[attribute][value]``: the candidates with that value.
+        region_bits: per region, the candidates in it.
+        hidden_bits: ``(rel, hidden_first, o)`` -> (axis, side, candidates whose region allows the atom).
+        domains: per attribute, its values in domain order.
+    """
+
+    hidden: int
+    looks: tuple[Look, ...]
+    relations: dict[str, tuple[frozenset[int], ...]]
+    full: int
+    value_bits: dict[str, dict[str, int]]
+    region_bits: tuple[int, ...]
+    hidden_bits: dict[tuple[str, bool, int], tuple[int, int, int]]
+
+
+def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | None:
+    """:class:`PartialWorld` of ``partial`` (the visible objects ``0..N-2``) and the hidden object's
+    ``candidates``; None when the visible relations are outside the reading of the module docstring
+    (a pair ordered by no atom or by both on one axis, a relation against region adjacency, rows that
+    do not match the objects)."""
+    objects = partial.objects
+    n = len(objects)
+    looks = tuple((o.color, o.shape, o.size, o.material, o.region) for o in objects)
+    rows = partial.relationships
+    if set(rows) != set(domain.RELATIONS) or any(len(rows[rel]) != n for rel in domain.RELATIONS):
+        return None
+    true = {rel: [set() for _ in range(n)] for rel in domain.RELATIONS}
+    for rel in domain.RELATIONS:
+        for i, row in enumerate(rows[rel]):
+            for j in row:
+                if not 0 <= j < n or j == i:
+                    return None
+                true[rel][i].add(j)
+    for derived, source in (("right", "left"), ("front", "behind")):  # right(X,Y) :- left(Y,X)
+        for i in range(n):
+            for j in true[source][i]:
+                true[derived][j].add(i)
+    for first, second in (("left", "right"), ("front", "behind")):
+        for i in range(n):
+            for j in range(i + 1, n):
+                if (j in true[first][i]) == (j in true[second][i]):
+                    return None  # no atom (a tie: a free choice) or both (no answer set)
+    for rel in domain.RELATIONS:
+        table = domain.REGION_ADJACENCY[rel]
+        for i in range(n):
+            for j in true[rel][i]:
+                if (looks[i][4], looks[j][4]) not in table:
+                    return None
+    cands = sorted(set(candidates))
+    value_bits = {a: {v: 0 for v in domain.DOMAINS[a]} for a in domain.ATTRIBUTES}
+    region_bits = [0] * len(domain.REGIONS)
+    for k, look in enumerate(cands):
+        bit = 1 << k
+        for a, position in _FIELD.items():
+            value_bits[a][look[position]] |= bit
+        region_bits[look[4]] |= bit
+    hidden_bits = {}
+    for (rel, hidden_first), (axis, side, pairs) in _HIDDEN_RULES.items():
+        for o in range(n):
+            region_o = looks[o][4]
+            bits = 0
+            for region_h in domain.REGIONS:
+                if (region_h, region_o) in pairs:
+                    bits |= region_bits[region_h]
+            hidden_bits[(rel, hidden_first, o)] = (axis, side, bits)
+    return PartialWorld(n, looks, {rel: tuple(map(frozenset, true[rel])) for rel in domain.RELATIONS},
+                        (1 << len(cands)) - 1, value_bits, tuple(region_bits), hidden_bits)
+
+
+def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str] | None:
+    """The Reasoner's answer (``values``) to ``query`` on ``world``'s partial scene, or None when the
+    query has a fact this reading does not know (then ask clingo). An unsatisfiable program gives the
+    empty set, as the Reasoner does."""
+    slots = query.slots
+    if slots < 1:
+        return None
+    hidden, looks = world.hidden, world.looks
+    objects = hidden + 1
+    pinned: list[int | None] = [None] * slots
+    props: list[list[tuple[int, str]]] = [[] for _ in range(slots)]
+    ats: list[list[int]] = [[] for _ in range(slots)]
+    binary: list[tuple[str, str, int, int]] = []
+    target: tuple[int, str] | None = None
+    declared = set()
+    for fact in query.facts:
+        kind = fact[0]
+        if kind == "slot":
+            declared.add(fact[1])
+            continue
+        if kind == "q_target":
+            target = (fact[1], fact[2])
+        elif kind == "q_property":
+            if fact[2] not in _FIELD or fact[3] not in domain.DOMAINS[fact[2]]:
+                return None
+            props[fact[1]].append((_FIELD[fact[2]], fact[3]))
+        elif kind == "q_at":
+            if fact[2] not in domain.REGIONS:
+                return None
+            ats[fact[1]].append(fact[2])
+        elif kind == "q_object":
+            if pinned[fact[1]] is not None or not 0 <= fact[2] <= world.hidden:
+                return None  # compile_query gives each object id a slot of its own
+            pinned[fact[1]] = fact[2]
+        elif kind == "q_relation":
+            if fact[1] not in domain.RELATIONS:
+                return None
+            binary.append(("rel", fact[1], fact[2], fact[3]))
+        elif kind == "q_same":
+            if fact[1] not in _FIELD:
+                return None
+            binary.append(("same", fact[1], fact[2], fact[3]))
+        elif kind == "q_distinct":
+            binary.append(("distinct", "", fact[1], fact[2]))
+        else:
+            return None
+    if target is None or declared != set(range(slots)) or target[1] not in _FIELD:
+        return None
+    if any(not 0 <= s < slots for _, _, s, t in binary for s in (s, t)):
+        return None
+    if world.full == 0:
+        return frozenset()
+    value_bits, region_bits = world.value_bits, world.region_bits
+
+    # unary constraints: each slot's visible objects, and the candidates the hidden object keeps there
+    options: list[list[int]] = []
+    hidden_unary: list[int] = []
+    for s in range(slots):
+        bits = world.full
+        for position, value in props[s]:
+            bits &= value_bits[domain.ATTRIBUTES[position]][value]
+        for region in ats[s]:
+            bits &= region_bits[region]
+        hidden_unary.append(bits)
+        allowed = []
+        for o in (range(objects) if pinned[s] is None else (pinned[s],)):
+            if o == hidden:
+                if bits:
+                    allowed.append(o)
+            elif 0 <= o < hidden:
+                look = looks[o]
+                if all(look[p] == v for p, v in props[s]) and all(look[4] == r for r in ats[s]):
+                    allowed.append(o)
+        if not allowed:
+            return frozenset()
+        options.append(allowed)
+    # most constrained slot first; each binary constraint is checked at its later slot
+    order = sorted(range(slots), key=lambda s: (len(options[s]), s))
+    rank = {s: k for k, s in enumerate(order)}
+    checks: list[list[tuple[str, str, int, int]]] = [[] for _ in range(slots)]
+    for constraint in binary:
+        _, _, s, t = constraint
+        checks[order[max(rank[s], rank[t])]].append(constraint)
+    target_slot, target_attribute = target
+    target_position = _FIELD[target_attribute]
+    domain_values = domain.DOMAINS[target_attribute]
+    target_bits = value_bits[target_attribute]
+    answer: set[str] = set()
+    binding: list[int] = [-1] * slots
+    relations, hidden_rules = world.relations, world.hidden_bits
+
+    def search(depth: int, bits: int, choices: dict[tuple[int, int], int]) -> bool:
+        """Extend the binding from ``order[depth]``; True once the answer is the whole domain."""
+        if depth == slots:
+            obj = binding[target_slot]
+            if obj == hidden:
+                answer.update(v for v in domain_values if bits & target_bits[v])
+            else:
+                answer.add(looks[obj][target_position])
+            return len(answer) == len(domain_values)
+        s = order[depth]
+        for obj in options[s]:
+            binding[s] = obj
+            new_bits = bits & hidden_unary[s] if obj == hidden else bits
+            new_choices = choices
+            ok = new_bits != 0
+            for kind, name, a, b in checks[s] if ok else ():
+                x, y = binding[a], binding[b]
+                if kind == "distinct":
+                    ok = x != y
+                elif x == y:
+                    ok = False  # rel(x,x) has no rule; sameProperty needs two objects
+                elif kind == "same":
+                    position = _FIELD[name]
+                    if x == hidden:
+                        new_bits &= value_bits[name][looks[y][position]]
+                        ok = new_bits != 0
+                    elif y == hidden:
+                        new_bits &= value_bits[name][looks[x][position]]
+                        ok = new_bits != 0
+                    else:
+                        ok = looks[x][position] == looks[y][position]
+                elif x != hidden and y != hidden:
+                    ok = y in relations[name][x]
+                else:
+                    rule = hidden_rules.get((name, x == hidden, y if x == hidden else x))
+                    if rule is None:
+                        ok = False  # left(h,o), behind(h,o): never true
+                    else:
+                        axis, side, allowed_bits = rule
+                        new_bits &= allowed_bits
+                        key = (y if x == hidden else x, axis)
+                        chosen = new_choices.get(key)
+                        if chosen is None:
+                            new_choices = {**new_choices, key: side}
+                        ok = new_bits != 0 and (chosen is None or chosen == side)
+                if not ok:
+                    break
+            if ok and search(depth + 1, new_bits, new_choices):
+                return True
+        binding[s] = -1
+        return False
+
+    search(0, world.full, {})
+    return frozenset(answer)
+
+
+def candidate_answers(partial: Scene, candidates: Iterable[Look],
+                      queries: Sequence[CompiledQuery]) -> list[frozenset[str] | None]:
+    """:func:`candidate_answer` of each query on one partial scene (None for all when the scene is
+    outside the reading)."""
+    world = partial_world(partial, candidates)
+    if world is None:
+        return [None] * len(queries)
+    return [candidate_answer(world, q) for q in queries]
