@@ -45,6 +45,12 @@ calling the Reasoner (the official answer contains the intended one). When even 
 all of the hidden object's other attributes and its region fill the domain, no template can succeed and
 ``generate`` returns None at once. Gold answers always come from the Reasoner.
 
+**Two halves.** ``generate`` is :meth:`QuestionGenerator.prepare` (checks, candidates, the hopeless
+test: no reasoner call) then :meth:`QuestionGenerator.ask` (the tries). The example generator checks a
+layout's visibility between the two, and runs the tries of a rejected layout with Python verdicts
+(:mod:`clevr_poc.reasoning.candidate_answers`, the same answers without clingo): it only needs the
+random draws they make, since that question is thrown away (issue 27).
+
 Templates: :mod:`clevr_poc.generation.template_files`; answer balancing:
 :mod:`clevr_poc.generation.answer_balancer`; the hidden object's candidates:
 :mod:`clevr_poc.generation.candidate_objects`.
@@ -54,6 +60,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -75,6 +82,32 @@ from clevr_poc.scene import Scene, SceneObject
 #: Default shares of query attributes (paper Appendix B: 40/40/10/10 for color/shape/size/material).
 QUERY_ATTRIBUTE_SHARES: Mapping[str, float] = {"color": 0.4, "shape": 0.4, "size": 0.1, "material": 0.1}
 
+
+
+@dataclass(frozen=True)
+class PreparedQuestion:
+    """What :meth:`QuestionGenerator.prepare` hands :meth:`QuestionGenerator.ask`: one (complete scene,
+    hidden object, query attribute) with the templates to draw from and the hidden object's candidates.
+
+    Attributes:
+        environment: the scene's environment.
+        scene: the complete scene (with relationships).
+        hidden_index: the hidden object's index in ``scene`` (its id in ``partial`` is N-1).
+        attribute: the query attribute.
+        by_family: family -> its templates querying ``attribute`` (in template order).
+        partial: ``scene`` without the hidden object.
+        hidden_value: the hidden object's value of ``attribute``.
+        candidates: :func:`hidden_candidates` of ``partial``.
+    """
+
+    environment: Environment
+    scene: Scene
+    hidden_index: int
+    attribute: str
+    by_family: Mapping[str, list[QuestionTemplate]]
+    partial: Scene
+    hidden_value: str
+    candidates: frozenset[Candidate]
 
 
 class InconsistentSceneError(ClevrPocError):
@@ -185,6 +218,18 @@ class QuestionGenerator:
             ValueError: unknown attribute/family or no template for them.
             InconsistentSceneError: the hidden object's true value is not in the answer.
         """
+        prepared = self.prepare(environment, complete_scene, hidden_index, rng, query_attribute=query_attribute,
+                                family=family)
+        if prepared is None:
+            return None
+        return self.ask(prepared, rng, max_tries=max_tries, balancer=balancer)
+
+    def prepare(self, environment: Environment, complete_scene: Scene, hidden_index: int, rng: random.Random, *,
+                query_attribute: str | None = None, family: str | None = None) -> PreparedQuestion | None:
+        """The first half of :meth:`generate` (same arguments, same errors): checks, the query attribute
+        (drawn with ``rng`` only when ``query_attribute`` is None), the eligible templates and the hidden
+        object's candidates; None when no template can succeed (the hopeless test of the module
+        docstring). Cheap (no reasoner call); :meth:`ask` then runs the tries."""
         if len(complete_scene) != environment.num_objects:
             raise FormatError(f"the complete scene has {len(complete_scene)} objects but the environment declares "
                               f"{environment.num_objects}", field="num_objects", value=len(complete_scene))
@@ -203,7 +248,6 @@ class QuestionGenerator:
         by_family: dict[str, list[QuestionTemplate]] = {}
         for template in eligible:
             by_family.setdefault(template.family, []).append(template)
-        families = list(by_family)
         partial = complete_scene.without_object(hidden_index)
         hidden_object = complete_scene.objects[hidden_index]
         hidden_value = hidden_object.attribute(attribute)
@@ -224,7 +268,30 @@ class QuestionGenerator:
         if len(floor) >= len(domain.DOMAINS[attribute]):
             self.rejections["hopeless"] += 1
             return None
+        return PreparedQuestion(environment, complete_scene, hidden_index, attribute, by_family, partial,
+                                hidden_value, candidates)
+
+    def ask(self, prepared: PreparedQuestion, rng: random.Random, *, max_tries: int = 50,
+            balancer: AnswerBalancer | None = None, verdicts: str = "clingo") -> Question | None:
+        """The second half of :meth:`generate`: draw and label instantiations of ``prepared`` (from
+        :meth:`prepare`) until one is accepted (the Question) or ``max_tries`` are used (None).
+
+        ``verdicts="python"`` answers each question with
+        :func:`~clevr_poc.reasoning.candidate_answers.candidate_answer` (the official semantics read in
+        Python from the candidates; clingo only where it cannot decide, or where its answer lacks the
+        hidden object's value, so that clingo raises exactly as it would): the same answers, hence the
+        same accepted try, the same draws from ``rng`` and the same Question, without clingo. The
+        example generator uses it for layouts the visibility check has rejected, whose question is
+        thrown away; gold labels of kept questions always come from the Reasoner (``"clingo"``).
+        """
+        if verdicts not in ("clingo", "python"):
+            raise ValueError(f"verdicts must be 'clingo' or 'python', got {verdicts!r}")
+        environment, complete_scene, hidden_index = prepared.environment, prepared.scene, prepared.hidden_index
+        attribute, by_family, partial = prepared.attribute, prepared.by_family, prepared.partial
+        hidden_value, candidates = prepared.hidden_value, prepared.candidates
+        families = list(by_family)
         answers: dict[str, frozenset[str]] = {}
+        world: list = []  # the PartialWorld of python verdicts, built at the first one
         # the first half of the tries stays with one family drawn uniformly, so that families whose
         # questions are rarely narrow enough (zero_hop) are not crowded out by the others; then any family
         first_family = rng.choice(families)
@@ -244,7 +311,11 @@ class QuestionGenerator:
             asp_query = checked.text
             answer = answers.get(asp_query)
             if answer is None:  # the same instantiation often comes up again within one call
-                answer = answers[asp_query] = self.reasoner.answer(environment, partial, checked).values
+                if verdicts == "python":
+                    answer = self._python_verdict(prepared, checked, world)
+                if answer is None:
+                    answer = self.reasoner.answer(environment, partial, checked).values
+                answers[asp_query] = answer
             if hidden_value not in answer:
                 raise InconsistentSceneError(
                     f"the hidden object's {attribute} {hidden_value!r} is not in the answer {sorted(answer)} of "
@@ -270,6 +341,23 @@ class QuestionGenerator:
                 environment_id=environment.id,
             )
         return None
+
+    @staticmethod
+    def _python_verdict(prepared: PreparedQuestion, query, world: list) -> frozenset[str] | None:
+        """:func:`~clevr_poc.reasoning.candidate_answers.candidate_answer` of ``query`` (a sanitized
+        query), or None when clingo must answer: outside that reading, or the hidden object's value is
+        missing (clingo then confirms it and :meth:`ask` raises as it always did). ``world`` caches the
+        partial scene's :class:`~clevr_poc.reasoning.candidate_answers.PartialWorld` (one list item)."""
+        from clevr_poc.reasoning.candidate_answers import candidate_answer, partial_world
+        from clevr_poc.reasoning.compiled import compile_query
+
+        if not world:
+            world.append(partial_world(prepared.partial, prepared.candidates))
+        compiled = compile_query(query)
+        if world[0] is None or compiled is None:
+            return None
+        answer = candidate_answer(world[0], compiled)
+        return answer if answer is not None and prepared.hidden_value in answer else None
 
     # ------------------------------------------------------------------ instantiation on the complete scene
     def instantiate(self, template: QuestionTemplate, scene: Scene, hidden_index: int,

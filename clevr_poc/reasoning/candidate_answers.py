@@ -47,13 +47,26 @@ _FIELD = {"color": 0, "shape": 1, "size": 2, "material": 3}
 _LR, _FB = 0, 1  # the two axes of a (visible, hidden) pair
 
 
-def _hidden_relation_rules() -> dict[tuple[str, bool], tuple[int, int, frozenset[tuple[int, int]]]]:
-    """``(rel, hidden_first)`` -> (axis, side, allowed (r_h, r_o) pairs) for the atom ``rel(o,h)``
-    (``hidden_first`` False) or ``rel(h,o)`` (True); atoms without a rule are absent."""
+#: Every look in domain order, and its bit: a set of looks is an int (the hidden object's candidates,
+#: narrowed by a binding's requirements).
+LOOKS: tuple[Look, ...] = tuple((c, s, z, m, r) for c in domain.COLORS for s in domain.SHAPES for z in domain.SIZES
+                                for m in domain.MATERIALS for r in domain.REGIONS)
+LOOK_BIT: dict[Look, int] = {look: 1 << k for k, look in enumerate(LOOKS)}
+#: ``VALUE_BITS[attribute][value]``: the looks with that value; ``REGION_BITS[region]`` likewise.
+VALUE_BITS: dict[str, dict[str, int]] = {
+    a: {v: sum(LOOK_BIT[look] for look in LOOKS if look[p] == v) for v in domain.DOMAINS[a]}
+    for a, p in _FIELD.items()}
+REGION_BITS: tuple[int, ...] = tuple(sum(LOOK_BIT[look] for look in LOOKS if look[4] == r) for r in domain.REGIONS)
+
+
+def _hidden_relation_rules() -> dict[tuple[str, bool, int], tuple[int, int, int]]:
+    """``(rel, hidden_first, r_o)`` -> (axis, side, looks whose region allows the atom) for the atom
+    ``rel(o,h)`` (``hidden_first`` False) or ``rel(h,o)`` (True) with ``o`` in region ``r_o``; atoms
+    without a rule (``left(h,o)``, ``behind(h,o)``) are absent."""
     right, front = domain.RIGHT_R, domain.FRONT_R
     swap = frozenset((b, a) for a, b in right)  # (r_h, r_o) with right_R(r_o, r_h)
     swap_front = frozenset((b, a) for a, b in front)
-    return {
+    rules = {
         ("left", False): (_LR, 0, right),        # left(o,h): left_R(r_o, r_h) = right_R(r_h, r_o)
         ("right", True): (_LR, 0, right),        # right(h,o) :- left(o,h); right_R(r_h, r_o)
         ("right", False): (_LR, 1, swap),        # right(o,h): right_R(r_o, r_h)
@@ -61,6 +74,9 @@ def _hidden_relation_rules() -> dict[tuple[str, bool], tuple[int, int, frozenset
         ("behind", False): (_FB, 1, front),      # behind(o,h): behind_R(r_o, r_h) = front_R(r_h, r_o)
         ("front", True): (_FB, 1, front),        # front(h,o) :- behind(o,h); front_R(r_h, r_o)
     }
+    return {(rel, hidden_first, r_o): (axis, side, sum(REGION_BITS[r_h] for r_h in domain.REGIONS
+                                                       if (r_h, r_o) in pairs))
+            for (rel, hidden_first), (axis, side, pairs) in rules.items() for r_o in domain.REGIONS}
 
 
 _HIDDEN_RULES = _hidden_relation_rules()
@@ -77,20 +93,13 @@ class PartialWorld:
         hidden: the hidden object's id (``N-1`` = number of visible objects).
         looks: per visible object, its (color, shape, size, material, region).
         relations: ``relations[rel][i]``: the visible ``j`` with ``rel(i,j)`` true.
-        full: bit set of every candidate (bit k = k-th candidate); 0 when there is none.
-        value_bits: ``value_bits[attribute][value]``: the candidates with that value.
-        region_bits: per region, the candidates in it.
-        hidden_bits: ``(rel, hidden_first, o)`` -> (axis, side, candidates whose region allows the atom).
-        domains: per attribute, its values in domain order.
+        full: the candidates, as a set of :data:`LOOKS` (bit ``LOOK_BIT[look]``); 0 when there is none.
     """
 
     hidden: int
     looks: tuple[Look, ...]
     relations: dict[str, tuple[frozenset[int], ...]]
     full: int
-    value_bits: dict[str, dict[str, int]]
-    region_bits: tuple[int, ...]
-    hidden_bits: dict[tuple[str, bool, int], tuple[int, int, int]]
 
 
 def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | None:
@@ -126,25 +135,11 @@ def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | 
             for j in true[rel][i]:
                 if (looks[i][4], looks[j][4]) not in table:
                     return None
-    cands = sorted(set(candidates))
-    value_bits = {a: {v: 0 for v in domain.DOMAINS[a]} for a in domain.ATTRIBUTES}
-    region_bits = [0] * len(domain.REGIONS)
-    for k, look in enumerate(cands):
-        bit = 1 << k
-        for a, position in _FIELD.items():
-            value_bits[a][look[position]] |= bit
-        region_bits[look[4]] |= bit
-    hidden_bits = {}
-    for (rel, hidden_first), (axis, side, pairs) in _HIDDEN_RULES.items():
-        for o in range(n):
-            region_o = looks[o][4]
-            bits = 0
-            for region_h in domain.REGIONS:
-                if (region_h, region_o) in pairs:
-                    bits |= region_bits[region_h]
-            hidden_bits[(rel, hidden_first, o)] = (axis, side, bits)
-    return PartialWorld(n, looks, {rel: tuple(map(frozenset, true[rel])) for rel in domain.RELATIONS},
-                        (1 << len(cands)) - 1, value_bits, tuple(region_bits), hidden_bits)
+    try:
+        full = sum(map(LOOK_BIT.__getitem__, set(candidates)))
+    except KeyError:
+        return None  # a look outside the domains
+    return PartialWorld(n, looks, {rel: tuple(map(frozenset, true[rel])) for rel in domain.RELATIONS}, full)
 
 
 def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str] | None:
@@ -199,7 +194,7 @@ def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str
         return None
     if world.full == 0:
         return frozenset()
-    value_bits, region_bits = world.value_bits, world.region_bits
+    value_bits, region_bits = VALUE_BITS, REGION_BITS
 
     # unary constraints: each slot's visible objects, and the candidates the hidden object keeps there
     options: list[list[int]] = []
@@ -236,7 +231,7 @@ def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str
     target_bits = value_bits[target_attribute]
     answer: set[str] = set()
     binding: list[int] = [-1] * slots
-    relations, hidden_rules = world.relations, world.hidden_bits
+    relations, hidden_rules = world.relations, _HIDDEN_RULES
 
     def search(depth: int, bits: int, choices: dict[tuple[int, int], int]) -> bool:
         """Extend the binding from ``order[depth]``; True once the answer is the whole domain."""
@@ -272,13 +267,14 @@ def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str
                 elif x != hidden and y != hidden:
                     ok = y in relations[name][x]
                 else:
-                    rule = hidden_rules.get((name, x == hidden, y if x == hidden else x))
+                    o = y if x == hidden else x
+                    rule = hidden_rules.get((name, x == hidden, looks[o][4]))
                     if rule is None:
                         ok = False  # left(h,o), behind(h,o): never true
                     else:
                         axis, side, allowed_bits = rule
                         new_bits &= allowed_bits
-                        key = (y if x == hidden else x, axis)
+                        key = (o, axis)
                         chosen = new_choices.get(key)
                         if chosen is None:
                             new_choices = {**new_choices, key: side}
