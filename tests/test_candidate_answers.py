@@ -104,11 +104,21 @@ def test_scenes_outside_the_reading_give_none():
     assert partial_world(both, candidates) is None
     assert partial_world(replace(partial, relationships={}), candidates) is None
     assert partial_world(partial, [("gold", "cube", "small", "metal", 0)]) is None
+    gold = replace(partial, objects=(replace(partial.objects[0], color="gold"), *partial.objects[1:]))
+    assert partial_world(gold, candidates) is None
     world = partial_world(partial, candidates)
     outside = sanitize_query("missing(Q) :- hasProperty(X,color,Q), at(X,0).")
-    assert candidate_answers(partial, candidates, [compile_query(outside)]) == [candidate_answer(world, compile_query(outside))]
+    compiled = compile_query(outside)
+    assert candidate_answers(partial, candidates, [compiled]) == [candidate_answer(world, compiled)]
     assert candidate_answers(tie, candidates, [compile_query(outside)]) == [None]
     assert len(LOOKS) == 8 * 4 * 3 * 2 * 4
+    from clevr_poc.reasoning.compiled import CompiledQuery
+
+    assert candidate_answer(world, CompiledQuery(1, (("slot", 0), ("q_target", 3, "color")), "color")) is None
+    assert candidate_answer(world, CompiledQuery(1, (("slot", 0), ("q_unknown", 0), ("q_target", 0, "color")),
+                                                 "color")) is None
+    assert candidate_answer(world, CompiledQuery(1, (("slot", 0), ("q_object", 0, 9), ("q_target", 0, "color")),
+                                                 "color")) is None
     empty = partial_world(partial, ())
     assert candidate_answer(empty, compile_query(outside)) == frozenset()
 

@@ -106,10 +106,13 @@ def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | 
     """:class:`PartialWorld` of ``partial`` (the visible objects ``0..N-2``) and the hidden object's
     ``candidates``; None when the visible relations are outside the reading of the module docstring
     (a pair ordered by no atom or by both on one axis, a relation against region adjacency, rows that
-    do not match the objects)."""
+    do not match the objects, a value or region outside the domains). The hidden object's id is
+    ``len(partial)``: the caller's environment has ``N = len(partial) + 1`` objects."""
     objects = partial.objects
     n = len(objects)
     looks = tuple((o.color, o.shape, o.size, o.material, o.region) for o in objects)
+    if any(look not in LOOK_BIT for look in looks):
+        return None
     rows = partial.relationships
     if set(rows) != set(domain.RELATIONS) or any(len(rows[rel]) != n for rel in domain.RELATIONS):
         return None
@@ -158,6 +161,8 @@ def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str
     target: tuple[int, str] | None = None
     declared = set()
     for fact in query.facts:
+        if fact[0] != "q_relation" and fact[0] != "q_same" and not 0 <= fact[1] < slots:
+            return None  # a slot beyond query.slots (compile_query numbers them 0..slots-1)
         kind = fact[0]
         if kind == "slot":
             declared.add(fact[1])
@@ -190,7 +195,7 @@ def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str
             return None
     if target is None or declared != set(range(slots)) or target[1] not in _FIELD:
         return None
-    if any(not 0 <= s < slots for _, _, s, t in binary for s in (s, t)):
+    if any(not (0 <= a < slots and 0 <= b < slots) for _, _, a, b in binary):
         return None
     if world.full == 0:
         return frozenset()
