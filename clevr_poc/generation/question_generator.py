@@ -137,6 +137,26 @@ def _other_matches(objects: Sequence[SceneObject], candidates: frozenset[int], o
     return any(p != obj and values(objects[p]) == wanted for p in candidates)
 
 
+def _partial_world(partial: Scene, candidates: frozenset[Candidate]):
+    """:func:`~clevr_poc.reasoning.candidate_answers.partial_world` (imported on first use, as the
+    Reasoner is)."""
+    from clevr_poc.reasoning.candidate_answers import partial_world
+
+    return partial_world(partial, candidates)
+
+
+def _python_verdict(world, query, hidden_value: str) -> frozenset[str] | None:
+    """:func:`~clevr_poc.reasoning.candidate_answers.candidate_answer` of ``query`` (a sanitized query)
+    on ``world``, or None when clingo must answer: outside that reading, or without the hidden object's
+    value (clingo then confirms it, and :meth:`QuestionGenerator.ask` raises as it always did)."""
+    from clevr_poc.reasoning.candidate_answers import candidate_answer
+    from clevr_poc.reasoning.compiled import compile_query
+
+    compiled = compile_query(query)
+    answer = None if compiled is None else candidate_answer(world, compiled)
+    return answer if answer is not None and hidden_value in answer else None
+
+
 class QuestionGenerator:
     """Generate labelled CLEVR-POC questions about the hidden object of a partial scene.
 
@@ -291,7 +311,7 @@ class QuestionGenerator:
         hidden_value, candidates = prepared.hidden_value, prepared.candidates
         families = list(by_family)
         answers: dict[str, frozenset[str]] = {}
-        world: list = []  # the PartialWorld of python verdicts, built at the first one
+        world = None  # the PartialWorld of the Python verdicts, built at the first one (False: outside it)
         # the first half of the tries stays with one family drawn uniformly, so that families whose
         # questions are rarely narrow enough (zero_hop) are not crowded out by the others; then any family
         first_family = rng.choice(families)
@@ -312,7 +332,9 @@ class QuestionGenerator:
             answer = answers.get(asp_query)
             if answer is None:  # the same instantiation often comes up again within one call
                 if verdicts == "python":
-                    answer = self._python_verdict(prepared, checked, world)
+                    if world is None:
+                        world = _partial_world(partial, candidates) or False
+                    answer = _python_verdict(world, checked, hidden_value) if world else None
                 if answer is None:
                     answer = self.reasoner.answer(environment, partial, checked).values
                 answers[asp_query] = answer
@@ -341,23 +363,6 @@ class QuestionGenerator:
                 environment_id=environment.id,
             )
         return None
-
-    @staticmethod
-    def _python_verdict(prepared: PreparedQuestion, query, world: list) -> frozenset[str] | None:
-        """:func:`~clevr_poc.reasoning.candidate_answers.candidate_answer` of ``query`` (a sanitized
-        query), or None when clingo must answer: outside that reading, or the hidden object's value is
-        missing (clingo then confirms it and :meth:`ask` raises as it always did). ``world`` caches the
-        partial scene's :class:`~clevr_poc.reasoning.candidate_answers.PartialWorld` (one list item)."""
-        from clevr_poc.reasoning.candidate_answers import candidate_answer, partial_world
-        from clevr_poc.reasoning.compiled import compile_query
-
-        if not world:
-            world.append(partial_world(prepared.partial, prepared.candidates))
-        compiled = compile_query(query)
-        if world[0] is None or compiled is None:
-            return None
-        answer = candidate_answer(world[0], compiled)
-        return answer if answer is not None and prepared.hidden_value in answer else None
 
     # ------------------------------------------------------------------ instantiation on the complete scene
     def instantiate(self, template: QuestionTemplate, scene: Scene, hidden_index: int,
