@@ -298,8 +298,8 @@ class QuestionGenerator:
 
         ``verdicts="python"`` answers each question with
         :func:`~clevr_poc.reasoning.candidate_answers.candidate_answer` (the official semantics read in
-        Python from the candidates; clingo only where it cannot decide, or where its answer lacks the
-        hidden object's value, so that clingo raises exactly as it would): the same answers, hence the
+        Python from the candidates; clingo where that reading cannot decide, or where the Python answer
+        lacks the hidden object's value, so that clingo raises exactly as it would): the same answers, hence the
         same accepted try, the same draws from ``rng`` and the same Question, without clingo. The
         example generator uses it for layouts the visibility check has rejected, whose question is
         thrown away; gold labels of kept questions always come from the Reasoner (``"clingo"``).
