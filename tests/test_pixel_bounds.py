@@ -137,6 +137,41 @@ def test_moved_object_equals_dataclasses_replace():
     assert new.extra is obj.extra and new.json_spelling is old.json_spelling and obj.rotation == 10.0
 
 
+def test_placed_scene_equals_dataclasses_replace():
+    from dataclasses import fields, replace
+
+    from clevr_poc.generation.layout import placed_scene
+    from clevr_poc.scene import Scene, compute_relationships
+
+    objects = (SceneObject("red", "cube", "large", "metal", 2, (1.0, 2.0, 0.7)),
+               SceneObject("blue", "sphere", "small", "rubber", 0, (-1.0, -2.0, 0.35)))
+    scene = Scene(objects[::-1], {}, split="train", image_index=3, extra={"note": 1}, environment_id=4)
+    relationships = compute_relationships([o.coords_3d[:2] for o in objects])
+    new = placed_scene(scene, objects, relationships)
+    old = replace(scene, objects=objects, relationships=relationships)
+    assert type(new) is Scene and new == old and new.to_json() == old.to_json()
+    assert all(getattr(new, f.name) == getattr(old, f.name) for f in fields(Scene))
+    assert new.relationships == {"left": ((1,), ()), "right": ((), (0,)), "front": ((1,), ()), "behind": ((), (0,))}
+    assert scene.objects == objects[::-1] and scene.relationships == {}
+
+
+def test_compute_relationships_equals_the_pairwise_definition():
+    import random
+
+    from clevr_poc.scene import compute_relationships
+
+    rng = random.Random(3)
+    for n in range(0, 10):
+        points = [(rng.choice([0.5, 1.0, rng.uniform(-3, 3)]), rng.choice([0.5, rng.uniform(-3, 3)]))
+                  for _ in range(n)]
+        expected = {rel: tuple(tuple(j for j, q in enumerate(points) if j != i and test(q, p))
+                               for i, p in enumerate(points))
+                    for rel, test in (("left", lambda q, p: q[0] < p[0]), ("right", lambda q, p: q[0] > p[0]),
+                                      ("front", lambda q, p: q[1] < p[1]), ("behind", lambda q, p: q[1] > p[1]))}
+        got = compute_relationships(iter(points))
+        assert got == expected and list(got) == ["left", "right", "front", "behind"]
+
+
 def test_stacked_silhouettes_equal_those_of_the_separate_points():
     """One transform per object (inner and outer points in one array) gives the very silhouettes of
     :func:`vertex_silhouettes` over :func:`scene_bound_points`: the same floats, the same extremes."""
