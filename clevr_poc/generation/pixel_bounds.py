@@ -29,6 +29,11 @@ _PREVIOUS = (np.arange(SILHOUETTE_DIRECTIONS) - 1) % SILHOUETTE_DIRECTIONS
 _DET = _C[0] * _S[1] - _C[1] * _S[0]
 #: Safety margin of the bound, in pixels (far above the rounding of the ray-cast masks, 1e-9 px).
 _MARGIN = 1e-6
+#: Per direction, constants of :func:`_outer_intervals`: ``c`` of the next direction, whether the line bounds
+#: a row's interval from the left (``c < 0``) or the right (``c > 0``), and ``s`` of the two directions along v.
+_C_NEXT = _C[_NEXT]
+_LEFT, _RIGHT = ~_VERTICAL & (_C < 0), ~_VERTICAL & (_C > 0)
+_S_VERTICAL = _S[_VERTICAL]
 
 
 def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -> list[int] | None:
@@ -380,23 +385,23 @@ def _outer_intervals(support: np.ndarray, j0, j1):
     item_of = np.repeat(np.arange(len(rows)), rows)
     v = (np.arange(len(item_of)) - item_start[item_of] + j0[item_of]) + 0.5
     shifted = support + _MARGIN
-    crossing = (shifted[:, _NEXT] * _C[None, :] - shifted * _C[_NEXT][None, :]) / _DET          # (m, K)
-    v_min = np.minimum(crossing, crossing[:, _PREVIOUS]).ravel()
-    v_max = np.maximum(crossing, crossing[:, _PREVIOUS]).ravel()
+    crossing = (shifted[:, _NEXT] * _C - shifted * _C_NEXT) / _DET                            # (m, K)
+    previous = crossing[:, _PREVIOUS]
+    v_min = np.minimum(crossing, previous).ravel()
+    v_max = np.maximum(crossing, previous).ravel()
     line_j0 = np.repeat(j0, SILHOUETTE_DIRECTIONS)
     line, row = _row_edges(v_min, v_max, line_j0, np.repeat(j1, SILHOUETTE_DIRECTIONS))
     item, direction = np.divmod(line, SILHOUETTE_DIRECTIONS)
     at = item_start[item] + (row - line_j0[line])                                    # its (item, row)
-    c = _C[direction]
-    rhs = shifted[item, direction] - (row + 0.5) * _S[direction]
+    rhs = shifted.ravel()[line] - (row + 0.5) * _S[direction]
     with np.errstate(divide="ignore", invalid="ignore"):
-        bound = rhs / c
+        bound = rhs / _C[direction]
     lo = np.full(len(item_of), -np.inf)
     hi = np.full(len(item_of), np.inf)
-    left, right = ~_VERTICAL[direction] & (c < 0), ~_VERTICAL[direction] & (c > 0)
+    left, right = _LEFT[direction], _RIGHT[direction]
     np.maximum.at(lo, at[left], bound[left])
     np.minimum.at(hi, at[right], bound[right])
-    empty = ((shifted[item_of][:, _VERTICAL] - v[:, None] * _S[_VERTICAL][None, :]) < 0).any(axis=1)
+    empty = ((shifted[:, _VERTICAL][item_of] - v[:, None] * _S_VERTICAL) < 0).any(axis=1)
     return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi), item_start
 
 
