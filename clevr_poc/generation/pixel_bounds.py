@@ -162,8 +162,10 @@ def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_count
     nears = np.minimum.reduceat(depth, bounds)[1::2].tolist()
     fars = np.maximum.reduceat(depth, bounds)[1::2].tolist()
     values = np.maximum.reduceat(support_all, bounds, axis=1)[:, 1::2].T                  # (n, K)
-    extremes = np.stack([support_all[:, start:start + size].argmax(axis=1)
-                         for start, size in zip(starts.tolist(), inner_counts)]) + starts[:, None]   # (n, K)
+    extremes = np.empty((n, SILHOUETTE_DIRECTIONS), dtype=np.intp)                          # (n, K)
+    for position, (start, size) in enumerate(zip(starts.tolist(), inner_counts)):
+        support_all[:, start:start + size].argmax(axis=1, out=extremes[position])
+    extremes += starts[:, None]
     keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)
     keep[~keep.any(axis=1), 0] = True
     counts = keep.sum(axis=1).tolist()
@@ -274,15 +276,16 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     lo = np.full(total, -np.inf)
     hi = np.full(total, np.inf)
     lower, upper = coef > 0, coef < 0
-    np.maximum.at(lo, at[lower], bound[lower])
-    np.minimum.at(hi, at[upper], bound[upper])
-    missing = np.ones(total, dtype=bool)
-    missing[at[lower]] = False
+    at_lower, at_upper = at[lower], at[upper]
+    np.maximum.at(lo, at_lower, bound[lower])
+    np.minimum.at(hi, at_upper, bound[upper])
+    empty = np.ones(total, dtype=bool)                 # a row without a lower edge, an upper edge, or flat-failing
+    empty[at_lower] = False
     missing_upper = np.ones(total, dtype=bool)
-    missing_upper[at[upper]] = False
-    flat_fail = np.zeros(total, dtype=bool)
-    flat_fail[at[(coef == 0) & (rhs >= 0)]] = True
-    lo = np.where(flat_fail | missing | missing_upper, np.inf, lo)
+    missing_upper[at_upper] = False
+    empty |= missing_upper
+    empty[at[(coef == 0) & (rhs >= 0)]] = True
+    lo[empty] = np.inf
     first = np.clip(np.floor(lo - 0.5) + 1, 0, width).astype(np.int64)      # i + 0.5 > lo
     last = np.clip(np.ceil(hi - 0.5) - 1, -1, width - 1).astype(np.int64)    # i + 0.5 < hi
     return first, last, row_start
@@ -417,7 +420,10 @@ def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
     if not hit.any():
         return per_row
     row_of, a, b, f = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64), f[hit]
-    local_rows, row_index = np.unique(row_of, return_inverse=True)
+    present = np.zeros(len(first), dtype=bool)                 # np.unique(row_of, return_inverse=True)
+    present[row_of] = True
+    local_rows = np.flatnonzero(present)
+    row_index = (np.cumsum(present) - 1)[row_of]
     width = int((last[local_rows] - first[local_rows]).max()) + 2
     base = row_index * width
     marks = (np.bincount(base + (a - f), minlength=len(local_rows) * width)
