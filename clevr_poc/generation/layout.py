@@ -166,11 +166,11 @@ def place_objects(scene: Scene, rng: random.Random, *, min_distance: float = DEF
             f"no layout for {len(scene.objects)} objects after {max_restarts} restarts ({total} rejected "
             f"positions; regions {[o.region for o in scene.objects]}, sizes {[o.size for o in scene.objects]})",
             rejections=total, restarts=max_restarts)
-    objects = []
-    for i, obj in enumerate(scene.objects):
-        x, y = positions[i]
-        objects.append(moved_object(obj, (x, y, bounds[i][4]), rng.uniform(0.0, 360.0)))
-    relationships = compute_relationships([positions[i] for i in range(len(objects))])
+    draw = rng.random
+    points = [positions[i] for i in range(len(scene.objects))]
+    objects = [moved_object(obj, (x, y, bound[4]), 0.0 + 360.0 * draw())     # rng.uniform(0.0, 360.0)
+               for obj, (x, y), bound in zip(scene.objects, points, bounds)]
+    relationships = compute_relationships(points)
     placed = placed_scene(scene, tuple(objects), relationships)
     return LayoutResult(placed, sum(rejected.values()), restart, dict(rejected), region_restarts)
 
@@ -208,6 +208,8 @@ def _fill_region(members: list[int], positions: dict[int, tuple[float, float]], 
     first rule broken is counted in ``rejected``. (Issue 27: this loop is most of a layout's time.)"""
     draw = rng.random
     hypot = math.hypot
+    overlaps = margins = 0                                  # counted locally, added to ``rejected`` at the end
+    placed = True
     for i in members:
         x_lo, x_hi, y_lo, y_hi, r = bounds[i]
         x_span, y_span = x_hi - x_lo, y_hi - y_lo
@@ -218,17 +220,20 @@ def _fill_region(members: list[int], positions: dict[int, tuple[float, float]], 
             for xj, yj, reach in others:
                 dx, dy = x - xj, y - yj
                 if hypot(dx, dy) <= reach:
-                    rejected["overlap"] += 1
+                    overlaps += 1
                     break
                 if abs(dx) < margin or abs(dy) < margin:
-                    rejected["margin"] += 1
+                    margins += 1
                     break
             else:
                 positions[i] = (x, y)
                 break
         else:
-            return False
-    return True
+            placed = False
+            break
+    rejected["overlap"] += overlaps
+    rejected["margin"] += margins
+    return placed
 
 
 def relationships_consistent(scene: Scene) -> bool:
