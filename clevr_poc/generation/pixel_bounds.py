@@ -34,6 +34,7 @@ _MARGIN = 1e-6
 _C_NEXT = _C[_NEXT]
 _LEFT, _RIGHT = ~_VERTICAL & (_C < 0), ~_VERTICAL & (_C > 0)
 _S_VERTICAL = _S[_VERTICAL]
+_BIG = np.iinfo(np.int64).max
 
 
 def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -> list[int] | None:
@@ -155,7 +156,7 @@ def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_count
     depth, uv = projected
     support_all = _DIRECTIONS @ uv                                       # (K, V)
     sizes = np.array(inner_counts) + np.array(outer_counts)
-    starts = np.cumsum(sizes) - sizes                                     # object k's first (inner) point
+    starts = sizes.cumsum() - sizes                                       # object k's first (inner) point
     bounds = np.empty(2 * n, dtype=np.int64)                              # inner, outer, inner, outer, ...
     bounds[0::2] = starts
     bounds[1::2] = starts + np.array(inner_counts)
@@ -205,9 +206,9 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
     polygons = [k for k in shown if len(found[k][0]) >= 3]
     objects, spans = [], []                              # objects with a polygon and rows in the image
     if polygons:
-        sizes = [len(found[k][0]) for k in polygons]
+        sizes = np.array([len(found[k][0]) for k in polygons])
         v = np.concatenate([found[k][0][:, 1] for k in polygons])
-        starts = np.cumsum(sizes) - sizes
+        starts = sizes.cumsum() - sizes
         low = np.floor(np.minimum.reduceat(v, starts)).tolist()
         high = np.ceil(np.maximum.reduceat(v, starts)).tolist()
         for k, lo, hi in zip(polygons, low, high):
@@ -252,19 +253,19 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     row (exactly; by far more than the rounding near a vertex, where both edges are tested), so these are
     its intervals, at O(rows) instead of O(rows x edges) (issue 27). A row without a lower or an upper edge
     (none in a convex polygon of area) is left empty, which keeps the bound a bound."""
-    sizes = [len(polygon) for polygon in polygons]
-    starts = np.cumsum([0] + sizes[:-1])
+    sizes = np.array([len(polygon) for polygon in polygons])
+    starts = sizes.cumsum() - sizes
     a = np.concatenate(polygons)                                            # (E, 2) all edges' starts
     following = np.arange(len(a)) + 1
-    following[starts + np.array(sizes) - 1] = starts                        # each polygon's last edge closes it
+    following[starts + sizes - 1] = starts                        # each polygon's last edge closes it
     b = a[following]
     ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
     length = np.hypot(ex, ey)
-    rows = [j1 - j0 for j0, j1 in spans]
-    row_start = np.concatenate(([0], np.cumsum(rows))).tolist()
-    owner = np.repeat(np.arange(len(polygons)), sizes)                      # (E,) polygon of each edge
-    j0 = np.array([span[0] for span in spans])[owner]
-    j1 = np.array([span[1] for span in spans])[owner]
+    span_j0, span_j1 = np.array(spans).T
+    row_start = [0] + (span_j1 - span_j0).cumsum().tolist()
+    owner = np.arange(len(polygons)).repeat(sizes)                          # (E,) polygon of each edge
+    j0 = span_j0[owner]
+    j1 = span_j1[owner]
     edge, row = _row_edges(np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1]), j0, j1)
     v = row + 0.5
     coef = -ey[edge]
@@ -297,8 +298,8 @@ def _row_edges(v_min, v_max, j0, j1):
     lo = np.maximum(np.ceil(v_min - 1.5), j0)
     hi = np.minimum(np.floor(v_max + 0.5), j1 - 1)
     count = np.maximum(hi - lo + 1, 0).astype(np.int64)
-    edge = np.repeat(np.arange(len(count)), count)
-    offset = np.arange(len(edge)) - np.repeat(np.cumsum(count) - count, count)
+    edge = np.arange(len(count)).repeat(count)
+    offset = np.arange(len(edge)) - (count.cumsum() - count).repeat(count)
     return edge, lo.astype(np.int64)[edge] + offset
 
 
@@ -309,7 +310,7 @@ def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray
     ranges), its bounding box within a pixel of the rows' box; an object without a pixel in its rows has
     none."""
     rows = last >= first
-    big = np.iinfo(np.int64).max
+    big = _BIG
     count = np.add.reduceat(rows.astype(np.int64), starts)
     i0 = np.minimum.reduceat(np.where(rows, first, big), starts)
     i1 = np.maximum.reduceat(np.where(rows, last, -big), starts) + 1
@@ -360,7 +361,7 @@ def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, 
     spans_j0 = np.array([span[0] for span in spans])
     j0 = spans_j0[position]
     lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + counts[position])
-    pair_of = np.repeat(np.arange(len(position)), counts[position])
+    pair_of = np.arange(len(position)).repeat(counts[position])
     row_of = np.arange(len(pair_of)) - pair_start[pair_of] + starts[position][pair_of]    # among all rows
     a = np.ceil(lo - 0.5)                               # the first column with lo <= a + 0.5
     a = np.where(a - 0.5 >= lo, a - 1, a)
@@ -384,16 +385,16 @@ def _outer_intervals(support: np.ndarray, j0, j1):
     K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette."""
     j0, j1 = np.asarray(j0), np.asarray(j1)
     rows = j1 - j0
-    item_start = np.cumsum(rows) - rows
-    item_of = np.repeat(np.arange(len(rows)), rows)
+    item_start = rows.cumsum() - rows
+    item_of = np.arange(len(rows)).repeat(rows)
     v = (np.arange(len(item_of)) - item_start[item_of] + j0[item_of]) + 0.5
     shifted = support + _MARGIN
     crossing = (shifted[:, _NEXT] * _C - shifted * _C_NEXT) / _DET                            # (m, K)
     previous = crossing[:, _PREVIOUS]
     v_min = np.minimum(crossing, previous).ravel()
     v_max = np.maximum(crossing, previous).ravel()
-    line_j0 = np.repeat(j0, SILHOUETTE_DIRECTIONS)
-    line, row = _row_edges(v_min, v_max, line_j0, np.repeat(j1, SILHOUETTE_DIRECTIONS))
+    line_j0 = j0.repeat(SILHOUETTE_DIRECTIONS)
+    line, row = _row_edges(v_min, v_max, line_j0, j1.repeat(SILHOUETTE_DIRECTIONS))
     item, direction = np.divmod(line, SILHOUETTE_DIRECTIONS)
     at = item_start[item] + (row - line_j0[line])                                    # its (item, row)
     rhs = shifted.ravel()[line] - (row + 0.5) * _S[direction]
@@ -423,12 +424,12 @@ def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
     present = np.zeros(len(first), dtype=bool)                 # np.unique(row_of, return_inverse=True)
     present[row_of] = True
     local_rows = np.flatnonzero(present)
-    row_index = (np.cumsum(present) - 1)[row_of]
+    row_index = (present.cumsum() - 1)[row_of]
     width = int((last[local_rows] - first[local_rows]).max()) + 2
     base = row_index * width
     marks = (np.bincount(base + (a - f), minlength=len(local_rows) * width)
              - np.bincount(base + (b - f + 1), minlength=len(local_rows) * width))
-    cover = np.cumsum(marks.reshape(len(local_rows), width), axis=1)[:, :width - 1] > 0
+    cover = marks.reshape(len(local_rows), width).cumsum(axis=1)[:, :width - 1] > 0
     per_row[local_rows] = cover.sum(axis=1)
     return per_row
 
