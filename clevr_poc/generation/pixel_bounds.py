@@ -132,7 +132,7 @@ def _projected(points: np.ndarray, camera) -> tuple[np.ndarray, np.ndarray] | No
     arithmetic; None when a point lies behind the camera (depth <= 0)."""
     cam = points @ camera.rotation.T + camera.translation
     depth = cam[:, 2]
-    if not np.all(depth > 0):
+    if not (depth > 0).all():
         return None
     uvw = cam @ camera.K.T
     uv = np.empty((2, len(cam)))
@@ -287,8 +287,9 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     empty |= missing_upper
     empty[at[(coef == 0) & (rhs >= 0)]] = True
     lo[empty] = np.inf
-    first = np.clip(np.floor(lo - 0.5) + 1, 0, width).astype(np.int64)      # i + 0.5 > lo
-    last = np.clip(np.ceil(hi - 0.5) - 1, -1, width - 1).astype(np.int64)    # i + 0.5 < hi
+    # np.clip's bounds by np.maximum/np.minimum (the same integers once cast; a -0.0 may stay -0.0 before)
+    first = np.minimum(np.maximum(np.floor(lo - 0.5) + 1, 0), width).astype(np.int64)      # i + 0.5 > lo
+    last = np.minimum(np.maximum(np.ceil(hi - 0.5) - 1, -1), width - 1).astype(np.int64)   # i + 0.5 < hi
     return first, last, row_start
 
 
@@ -355,7 +356,7 @@ def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, 
     Every (object, occluder, row) gets the occluder's closed interval of :func:`_outer_intervals`, turned into
     the pixel columns ``i`` with ``lo <= i + 0.5 <= hi`` (the float comparisons themselves settle the rounding
     of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows."""
-    position, occluder = np.nonzero(pairs)
+    position, occluder = pairs.nonzero()
     starts = np.asarray(row_start)
     counts = starts[1:] - starts[:-1]
     spans_j0 = np.array([span[0] for span in spans])

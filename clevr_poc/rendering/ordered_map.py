@@ -52,7 +52,7 @@ def hull_footprints(meshes: Sequence[Mesh], camera: Camera, window: tuple[int, i
     out = []
     for mesh in meshes:
         uvd = project_points(mesh.vertices, camera)
-        if np.any(uvd[:, 2] <= 0):
+        if (uvd[:, 2] <= 0).any():
             raise ValueError("an object reaches behind the camera; cannot compute its mask")
         hull = _convex_hull(uvd[:, :2])
         i0 = max(int(np.floor(hull[:, 0].min())), 0)
@@ -112,7 +112,7 @@ def ordered_index_map(meshes: Sequence[Mesh], camera: Camera, footprints: Sequen
         here = candidate[k] & shared
         if not here.any():
             continue
-        rows, cols = np.nonzero(here)
+        rows, cols = here.nonzero()
         far_inside = _inside(footprints[k][2], cols + (wi0 + 0.5), rows + (wj0 + 0.5))
         unsettled[rows[~far_inside], cols[~far_inside]] = True
         for j in keys[position + 1:]:
@@ -138,7 +138,7 @@ def _inside(hull: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     e = _next(hull) - a
     length = np.hypot(e[:, 0], e[:, 1])
     cross = e[:, 0] * (v[:, None] - a[:, 1]) - e[:, 1] * (u[:, None] - a[:, 0])      # (P, M), > 0 inside
-    return np.all(cross > INSIDE_MARGIN * length, axis=1)
+    return (cross > INSIDE_MARGIN * length).all(axis=1)
 
 
 def _pair_order(meshes: Sequence[Mesh], camera: Camera, keys: list[int]) -> dict[tuple[int, int], int]:
@@ -180,7 +180,7 @@ def _cast(meshes, camera, footprints, candidate: dict, pixels: np.ndarray, index
         shared = candidate[k] & pixels
         if not shared.any():
             continue
-        rows, cols = np.nonzero(shared)
+        rows, cols = shared.nonzero()
         rays = pixel_rays(cols + wi0 + 0.5, rows + wj0 + 0.5, camera)
         normals, offsets = meshes[k].planes()
         num = offsets - normals @ origin
