@@ -151,7 +151,9 @@ def _pair_order(meshes: Sequence[Mesh], camera: Camera, keys: list[int]) -> dict
     convex hulls), and the plane is ``n . x = (a + b) / 2``. A pair is ordered when ``b - a > GAP`` and the
     camera lies more than 1e-9 from the plane (far above the rounding of these dot products, about 1e-15)."""
     xy = {k: meshes[k].vertices[:, :2] for k in keys}
-    centres = {k: (xy[k].min(axis=0) + xy[k].max(axis=0)) / 2 for k in keys}
+    # per column (reducing an (N, 2) view along axis 0 runs an inner loop of 2 per vertex: ten times slower)
+    centres = {k: (np.array((u.min(), v.min())) + np.array((u.max(), v.max()))) / 2
+               for k, (u, v) in ((k, (xy[k][:, 0], xy[k][:, 1])) for k in keys)}
     camera_xy = np.asarray(camera.position[:2], dtype=float)
     order = {}
     for position, k in enumerate(keys):
