@@ -222,3 +222,39 @@ def test_box_overlaps_count_the_occluders_boxes_within_the_rows_box():
     rows_box = (np.array([10]), np.array([30]), np.array([5]), np.array([15]))
     support = np.array([found[j][1] for j in range(4)])
     assert _box_overlaps(support, pairs, rows_box).tolist() == [12 * 5 + 4 * 5]
+
+
+def test_inner_rows_equal_the_broadcast_formula():
+    """Issue 27: ``_inner_rows`` multiplies the per-edge factors first; the intervals are those of the (rows, M)
+    formula it replaced, float for float, also with horizontal edges (on a pixel grid)."""
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _MARGIN, _inner_rows
+    from clevr_poc.rendering.masks import _convex_hull, _next
+
+    def broadcast(polygon, v):
+        a, b = polygon, _next(polygon)
+        ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
+        rhs = (_MARGIN * np.hypot(ex, ey)[None, :] - ex[None, :] * (v[:, None] - a[None, :, 1])
+               - ey[None, :] * a[None, :, 0])
+        coef = -ey[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = rhs / coef
+        lo = np.where(coef > 0, bound, -np.inf).max(axis=1)
+        hi = np.where(coef < 0, bound, np.inf).min(axis=1)
+        return np.where(((coef == 0) & (rhs >= 0)).any(axis=1), np.inf, lo), hi
+
+    rng = np.random.default_rng(27)
+    flat = 0
+    for case in range(600):
+        points = rng.normal(size=(int(rng.integers(3, 40)), 2)) * rng.uniform(1, 50) + rng.uniform(0, 300, 2)
+        if case % 2:
+            points = np.round(points / 4) * 4
+        hull = _convex_hull(points)
+        if len(hull) < 3:
+            continue
+        flat += bool((_next(hull)[:, 1] == hull[:, 1]).any())
+        v = np.arange(int(hull[:, 1].min()) - 3, int(hull[:, 1].max()) + 4) + 0.5
+        for got, expected in zip(_inner_rows(hull, v), broadcast(hull, v)):
+            assert np.array_equal(got, expected)
+    assert flat > 50

@@ -438,19 +438,22 @@ def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
 def _inner_rows(polygon, v):
     """Open u-interval (lo, hi) per row ``v`` of the points more than :data:`_MARGIN` px inside the
     counter-clockwise convex ``polygon`` (M, 2); empty rows get lo >= hi."""
-    a = polygon
-    b = _next(polygon)
-    ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
-    length = np.hypot(ex, ey)
-    # inside: ex * (v - ay) - ey * (u - ax) > margin * length, i.e. (-ey) * u > rhs
-    rhs = _MARGIN * length[None, :] - ex[None, :] * (v[:, None] - a[None, :, 1]) - ey[None, :] * a[None, :, 0]
-    coef = -ey[None, :]
+    ax, ay = polygon[:, 0], polygon[:, 1]
+    ex, ey = _next(ax) - ax, _next(ay) - ay
+    # inside: ex * (v - ay) - ey * (u - ax) > margin * length, i.e. (-ey) * u > rhs; the per-edge factors
+    # first (the same products, fewer operations on the (rows, M) arrays; issue 27)
+    rhs = _MARGIN * np.hypot(ex, ey) - ex * (v[:, None] - ay) - ey * ax
+    coef = -ey
+    inf = np.inf
+    flat = coef == 0
+    if not flat.any():
+        bound = rhs / coef
+        return np.where(coef > 0, bound, -inf).max(axis=1), np.where(coef < 0, bound, inf).min(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = rhs / coef
-    inf = np.inf
     lo = np.where(coef > 0, bound, -inf).max(axis=1)
     hi = np.where(coef < 0, bound, inf).min(axis=1)
-    flat_fail = ((coef == 0) & (rhs >= 0)).any(axis=1)  # a horizontal edge the row is not inside of
+    flat_fail = (flat & (rhs >= 0)).any(axis=1)  # a horizontal edge the row is not inside of
     lo = np.where(flat_fail, inf, lo)
     return lo, hi
 
