@@ -258,3 +258,24 @@ def test_inner_rows_equal_the_broadcast_formula():
         for got, expected in zip(_inner_rows(hull, v), broadcast(hull, v)):
             assert np.array_equal(got, expected)
     assert flat > 50
+
+
+def test_inner_rows_of_several_polygons_equal_one_call_each():
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _inner_rows, _inner_rows_many
+    from clevr_poc.rendering.masks import _convex_hull
+
+    rng = np.random.default_rng(28)
+    for case in range(200):
+        polygons = []
+        while len(polygons) < 1 + case % 4:
+            points = rng.normal(size=(int(rng.integers(3, 30)), 2)) * rng.uniform(1, 40) + rng.uniform(0, 200, 2)
+            hull = _convex_hull(np.round(points / 4) * 4 if case % 2 else points)
+            if len(hull) >= 3:
+                polygons.append(hull)
+        v = np.arange(-3, 250) + 0.5
+        lo, hi = _inner_rows_many(polygons, v)
+        for position, polygon in enumerate(polygons):
+            one_lo, one_hi = _inner_rows(polygon, v)
+            assert np.array_equal(lo[position], one_lo) and np.array_equal(hi[position], one_hi)

@@ -509,23 +509,53 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
         rows = last >= first
         footprint_max = int((last - first + 1)[rows].sum())
         footprint_min = 0
-        if len(inner) >= 3 and footprint_max:
-            lo, hi = _inner_rows(inner, v)
-            a = np.clip(np.floor(lo - 0.5) + 1, 0, W)              # i + 0.5 > lo
-            b = np.clip(np.ceil(hi - 0.5) - 1, -1, W - 1)         # i + 0.5 < hi
-            footprint_min = int(np.maximum(b - a + 1, 0).sum())
         shown_max = footprint_max
         if footprint_max:
             front = [j for j, (inner_j, support_j, _, far_j) in found.items()
                      if j != k and len(inner_j) >= 3 and far_j + _FRONT_MARGIN < near
                      and boxes_meet(silhouette_box(support_j), (u_min, u_max, v_min, v_max))]
+            own = len(inner) >= 3
+            # k's inner rows and those of the objects in front, on all of k's rows, in one pass (per row the
+            # same numbers as one call per polygon on its rows; issue 27)
+            polygons = ([inner] if own else []) + [found[j][0] for j in front]
+            if polygons:
+                los, his = _inner_rows_many(polygons, v)
+            if own:
+                a = np.clip(np.floor(los[0] - 0.5) + 1, 0, W)              # i + 0.5 > lo
+                b = np.clip(np.ceil(his[0] - 0.5) - 1, -1, W - 1)         # i + 0.5 < hi
+                footprint_min = int(np.maximum(b - a + 1, 0).sum())
             if front:
-                v, first, last = v[rows], first[rows], last[rows]
+                first, last = first[rows], last[rows]
                 centres = np.arange(int(first.min()), int(last.max()) + 1) + 0.5
                 mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
-                for j in front:
-                    lo, hi = _inner_rows(found[j][0], v)
-                    mask &= ~((centres[None, :] > lo[:, None]) & (centres[None, :] < hi[:, None]))
+                lo, hi = los[int(own):, rows, None], his[int(own):, rows, None]       # (front, rows, 1)
+                mask &= ~((centres > lo) & (centres < hi)).any(axis=0)
                 shown_max = int(mask.sum())
         result[k] = (shown_max, footprint_min, footprint_max)
     return result
+
+
+def _inner_rows_many(polygons: list, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_inner_rows` of several polygons (M_i, 2), M_i >= 3, on the same rows ``v``, in one pass:
+    ``(lo, hi)``, each (len(polygons), rows), the same numbers (the same per-edge operations; the maximum and
+    minimum over each polygon's edges by ``reduceat``)."""
+    if len(polygons) == 1:
+        lo, hi = _inner_rows(polygons[0], v)
+        return lo[None], hi[None]
+    sizes = np.array([len(polygon) for polygon in polygons])
+    starts = sizes.cumsum() - sizes
+    a = np.concatenate(polygons)
+    ax, ay = a[:, 0], a[:, 1]
+    following = np.arange(len(a)) + 1
+    following[starts + sizes - 1] = starts                                # each polygon's last edge closes it
+    ex, ey = ax[following] - ax, ay[following] - ay
+    rhs = _MARGIN * np.hypot(ex, ey) - ex * (v[:, None] - ay) - ey * ax
+    coef = -ey
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = rhs / coef
+    lo = np.maximum.reduceat(np.where(coef > 0, bound, -np.inf), starts, axis=1)
+    hi = np.minimum.reduceat(np.where(coef < 0, bound, np.inf), starts, axis=1)
+    flat = coef == 0
+    if flat.any():  # a horizontal edge the row is not inside of
+        lo = np.where(np.logical_or.reduceat(flat & (rhs >= 0), starts, axis=1), np.inf, lo)
+    return lo.T, hi.T
