@@ -279,3 +279,17 @@ def test_inner_rows_of_several_polygons_equal_one_call_each():
         for position, polygon in enumerate(polygons):
             one_lo, one_hi = _inner_rows(polygon, v)
             assert np.array_equal(lo[position], one_lo) and np.array_equal(hi[position], one_hi)
+
+
+def test_outer_rows_of_one_support_vector_equal_the_general_function():
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _DIRECTIONS, _outer_rows, _outer_rows_k
+
+    rng = np.random.default_rng(29)
+    for _ in range(300):
+        centre = rng.uniform(-20, 340, 2)
+        support = _DIRECTIONS @ centre + rng.uniform(0.2, 60, len(_DIRECTIONS))
+        v = np.arange(int(centre[1]) - 70, int(centre[1]) + 70) + 0.5
+        for got, expected in zip(_outer_rows_k(support, v), _outer_rows(_DIRECTIONS, support, v)):
+            assert np.array_equal(got, expected)

@@ -503,7 +503,7 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
         j0 = min(max(int(math.floor(v_min)) - 1, 0), H)
         j1 = max(min(int(math.ceil(v_max)) + 2, H), j0)
         v = np.arange(j0, j1) + 0.5
-        olo, ohi = _outer_rows(_DIRECTIONS, support, v)
+        olo, ohi = _outer_rows_k(support, v)
         first = np.clip(np.ceil(olo - 0.5), 0, W)                 # i + 0.5 >= olo
         last = np.clip(np.floor(ohi - 0.5), -1, W - 1)            # i + 0.5 <= ohi
         rows = last >= first
@@ -533,6 +533,18 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
                 shown_max = int(mask.sum())
         result[k] = (shown_max, footprint_min, footprint_max)
     return result
+
+
+def _outer_rows_k(support: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_outer_rows(_DIRECTIONS, support, v)`` for one support vector (K,): the same numbers, with the
+    directions' masks precomputed and only the two lines along v tested for empty rows (no ``c`` is 0, so no
+    division warning to silence)."""
+    rhs = support + _MARGIN - v[:, None] * _S                   # c * u <= rhs
+    bound = rhs / _C
+    lo = np.where(_LEFT, bound, -np.inf).max(axis=1)
+    hi = np.where(_RIGHT, bound, np.inf).min(axis=1)
+    empty = (rhs[:, _VERTICAL] < 0).any(axis=1)
+    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
 
 
 def _inner_rows_many(polygons: list, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
