@@ -259,11 +259,16 @@ def project_points(points: np.ndarray, camera: Camera) -> np.ndarray:
     p = np.asarray(points, dtype=float)
     cam = p @ camera.rotation.T + camera.translation
     depth = cam[..., 2]
+    out = np.empty(cam.shape)                      # written in place: no np.where/np.stack copies (issue 27)
     with np.errstate(divide="ignore", invalid="ignore"):
         uvw = cam @ camera.K.T
-        u = np.where(depth > 0, uvw[..., 0] / uvw[..., 2], np.nan)
-        v = np.where(depth > 0, uvw[..., 1] / uvw[..., 2], np.nan)
-    return np.stack([u, v, depth], axis=-1)
+        np.divide(uvw[..., 0], uvw[..., 2], out=out[..., 0])
+        np.divide(uvw[..., 1], uvw[..., 2], out=out[..., 1])
+    out[..., 2] = depth
+    behind = ~(depth > 0)
+    if behind.any():
+        out[behind, :2] = np.nan
+    return out
 
 
 def project(point: Sequence[float], camera: Camera) -> tuple[float, float, float]:

@@ -133,3 +133,27 @@ def test_index_map_of_a_window_is_that_block_of_the_whole_map():
             assert np.array_equal(window, full[j0:j1, i0:i1])
             checked += 1
     assert checked == 48
+
+
+def test_project_points_equals_the_where_and_stack_formula():
+    """Issue 27: project_points writes u, v and depth in place; the same floats as np.where/np.stack, nan for
+    points at or behind the camera, for any leading shape."""
+    from clevr_poc.camera import look_at, project_points
+
+    camera = look_at((7.5, -7.5, 6.0), width=320, height=240)
+    rng = np.random.default_rng(3)
+
+    def reference(points):
+        cam = points @ camera.rotation.T + camera.translation
+        depth = cam[..., 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            uvw = cam @ camera.K.T
+            u = np.where(depth > 0, uvw[..., 0] / uvw[..., 2], np.nan)
+            v = np.where(depth > 0, uvw[..., 1] / uvw[..., 2], np.nan)
+        return np.stack([u, v, depth], axis=-1)
+
+    behind = camera.position - 5 * camera.rotation[2]
+    for points in (rng.normal(size=(2112, 3)) * 8, rng.normal(size=(4, 5, 3)), camera.position, behind,
+                   np.array([camera.position, behind, (0.0, 0.0, 0.0)])):
+        assert np.array_equal(project_points(points, camera), reference(points), equal_nan=True)
+    assert np.isnan(project_points(behind, camera)[:2]).all()
