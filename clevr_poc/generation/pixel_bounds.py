@@ -421,10 +421,14 @@ def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
     hit = a <= b
     if not hit.any():
         return per_row
-    row_of, a, b, f = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64), f[hit]
+    row_of, a, b = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64)
     present = np.zeros(len(first), dtype=bool)                 # np.unique(row_of, return_inverse=True)
     present[row_of] = True
     local_rows = np.flatnonzero(present)
+    if len(local_rows) == len(row_of):  # one range per row (the common case): the union is that range
+        per_row[row_of] = b - a + 1
+        return per_row
+    f = first[row_of]
     row_index = (present.cumsum() - 1)[row_of]
     width = int((last[local_rows] - first[local_rows]).max()) + 2
     base = row_index * width
