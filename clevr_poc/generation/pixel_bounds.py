@@ -258,18 +258,19 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     a = np.concatenate(polygons)                                            # (E, 2) all edges' starts
     following = np.arange(len(a)) + 1
     following[starts + sizes - 1] = starts                        # each polygon's last edge closes it
-    b = a[following]
-    ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
-    length = np.hypot(ex, ey)
+    ax, ay = a[:, 0], a[:, 1]
+    bx, by = ax[following], ay[following]
+    ex, ey = bx - ax, by - ay
     span_j0, span_j1 = np.array(spans).T
     row_start = [0] + (span_j1 - span_j0).cumsum().tolist()
     owner = np.arange(len(polygons)).repeat(sizes)                          # (E,) polygon of each edge
     j0 = span_j0[owner]
     j1 = span_j1[owner]
-    edge, row = _row_edges(np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1]), j0, j1)
+    edge, row = _row_edges(np.minimum(ay, by), np.maximum(ay, by), j0, j1)
     v = row + 0.5
-    coef = -ey[edge]
-    rhs = _MARGIN * length[edge] - ex[edge] * (v - a[edge, 1]) - ey[edge] * a[edge, 0]
+    # the per-edge factors first, then gathered per (edge, row) pair: the same products
+    coef = (-ey)[edge]
+    rhs = (_MARGIN * np.hypot(ex, ey))[edge] - ex[edge] * (v - ay[edge]) - (ey * ax)[edge]
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = rhs / coef
     at = np.asarray(row_start)[owner[edge]] + (row - j0[edge])              # the pair's row among all rows
