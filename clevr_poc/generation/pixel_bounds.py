@@ -130,11 +130,12 @@ def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dic
 def _projected(points: np.ndarray, camera) -> tuple[np.ndarray, np.ndarray] | None:
     """``(depth (V,), uv (2, V))`` of world points (V, 3), :func:`clevr_poc.camera.project_points`'
     arithmetic; None when a point lies behind the camera (depth <= 0)."""
-    cam = points @ camera.rotation.T + camera.translation
+    T, K = camera.matrix_arrays                    # camera.rotation, .translation and .K, made once per camera
+    cam = points @ T[:3, :3].T + T[:3, 3]
     depth = cam[:, 2]
     if not (depth > 0).all():
         return None
-    uvw = cam @ camera.K.T
+    uvw = cam @ K.T
     uv = np.empty((2, len(cam)))
     np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
     np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
