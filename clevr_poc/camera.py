@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -75,6 +75,18 @@ class Camera:
         object.__setattr__(self, "world_to_camera", tuple(tuple(float(v) for v in row) for row in T))
 
     # ------------------------------------------------------------------ matrices
+    @cached_property
+    def matrix_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(world_to_camera (4, 4), K (3, 3))`` as read-only float64 arrays, made once per camera: what
+        :func:`project_points` and the visibility bounds multiply by (views of these arrays have the strides
+        of :attr:`rotation`'s and :attr:`K`'s fresh arrays, so the products are the same floats; issue 27:
+        building them from the nested tuples on every call cost a few microseconds)."""
+        T = np.asarray(self.world_to_camera, dtype=float)
+        K = np.asarray(self.intrinsics, dtype=float)
+        T.setflags(write=False)
+        K.setflags(write=False)
+        return T, K
+
     @property
     def K(self) -> np.ndarray:
         """Intrinsics, float64 (3, 3)."""
@@ -257,13 +269,19 @@ def project_points(points: np.ndarray, camera: Camera) -> np.ndarray:
     Points behind the camera (depth <= 0) get u = v = nan.
     """
     p = np.asarray(points, dtype=float)
-    cam = p @ camera.rotation.T + camera.translation
+    T, K = camera.matrix_arrays
+    cam = p @ T[:3, :3].T + T[:3, 3]               # camera.rotation.T, camera.translation
     depth = cam[..., 2]
+    out = np.empty(cam.shape)                      # written in place: no np.where/np.stack copies (issue 27)
     with np.errstate(divide="ignore", invalid="ignore"):
-        uvw = cam @ camera.K.T
-        u = np.where(depth > 0, uvw[..., 0] / uvw[..., 2], np.nan)
-        v = np.where(depth > 0, uvw[..., 1] / uvw[..., 2], np.nan)
-    return np.stack([u, v, depth], axis=-1)
+        uvw = cam @ K.T
+        np.divide(uvw[..., 0], uvw[..., 2], out=out[..., 0])
+        np.divide(uvw[..., 1], uvw[..., 2], out=out[..., 1])
+    out[..., 2] = depth
+    behind = ~(depth > 0)
+    if behind.any():
+        out[behind, :2] = np.nan
+    return out
 
 
 def project(point: Sequence[float], camera: Camera) -> tuple[float, float, float]:

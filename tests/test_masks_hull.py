@@ -27,6 +27,33 @@ def test_qhull_and_monotone_chain_agree(kind):
         assert np.array_equal(masks._convex_hull(points), expected)
 
 
+@pytest.mark.parametrize("kind", ["gaussian", "circle", "grid", "line"])
+def test_lean_qhull_call_gives_convex_hull_vertices(kind):
+    """Issue 27: the hull's vertices come from the Qhull object itself, without ConvexHull's other outputs."""
+    if masks._qhull is None:
+        pytest.skip("scipy not installed: only the monotone chain is used")
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(3, 300))
+        if kind == "gaussian":
+            points = rng.normal(size=(n, 2)) * 40 + 100
+        elif kind == "circle":
+            theta = rng.uniform(0, 2 * np.pi, n)
+            points = np.c_[np.cos(theta), np.sin(theta)] * 25 + 50
+        elif kind == "grid":
+            points = rng.integers(0, 4, size=(n, 2)).astype(float)
+        else:  # collinear: Qhull refuses both ways
+            points = np.c_[np.arange(n), 2.0 * np.arange(n)].astype(float)
+        points = masks._unique_rows(np.round(points, 9))
+        try:
+            expected = masks._qhull(points).vertices
+        except Exception as error:
+            with pytest.raises(type(error)):
+                masks._qhull_vertices(points)
+        else:
+            assert np.array_equal(masks._qhull_vertices(points), expected)
+
+
 def test_hull_of_a_square_with_interior_and_edge_points():
     points = np.array([[0, 0], [2, 0], [2, 2], [0, 2], [1, 1], [1, 0], [0.5, 1.5]], dtype=float)
     assert masks._convex_hull(points).tolist() == [[0, 0], [2, 0], [2, 2], [0, 2]]
@@ -106,3 +133,27 @@ def test_index_map_of_a_window_is_that_block_of_the_whole_map():
             assert np.array_equal(window, full[j0:j1, i0:i1])
             checked += 1
     assert checked == 48
+
+
+def test_project_points_equals_the_where_and_stack_formula():
+    """Issue 27: project_points writes u, v and depth in place; the same floats as np.where/np.stack, nan for
+    points at or behind the camera, for any leading shape."""
+    from clevr_poc.camera import look_at, project_points
+
+    camera = look_at((7.5, -7.5, 6.0), width=320, height=240)
+    rng = np.random.default_rng(3)
+
+    def reference(points):
+        cam = points @ camera.rotation.T + camera.translation
+        depth = cam[..., 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            uvw = cam @ camera.K.T
+            u = np.where(depth > 0, uvw[..., 0] / uvw[..., 2], np.nan)
+            v = np.where(depth > 0, uvw[..., 1] / uvw[..., 2], np.nan)
+        return np.stack([u, v, depth], axis=-1)
+
+    behind = camera.position - 5 * camera.rotation[2]
+    for points in (rng.normal(size=(2112, 3)) * 8, rng.normal(size=(4, 5, 3)), camera.position, behind,
+                   np.array([camera.position, behind, (0.0, 0.0, 0.0)])):
+        assert np.array_equal(project_points(points, camera), reference(points), equal_nan=True)
+    assert np.isnan(project_points(behind, camera)[:2]).all()

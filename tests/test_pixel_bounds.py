@@ -137,6 +137,41 @@ def test_moved_object_equals_dataclasses_replace():
     assert new.extra is obj.extra and new.json_spelling is old.json_spelling and obj.rotation == 10.0
 
 
+def test_placed_scene_equals_dataclasses_replace():
+    from dataclasses import fields, replace
+
+    from clevr_poc.generation.layout import placed_scene
+    from clevr_poc.scene import Scene, compute_relationships
+
+    objects = (SceneObject("red", "cube", "large", "metal", 2, (1.0, 2.0, 0.7)),
+               SceneObject("blue", "sphere", "small", "rubber", 0, (-1.0, -2.0, 0.35)))
+    scene = Scene(objects[::-1], {}, split="train", image_index=3, extra={"note": 1}, environment_id=4)
+    relationships = compute_relationships([o.coords_3d[:2] for o in objects])
+    new = placed_scene(scene, objects, relationships)
+    old = replace(scene, objects=objects, relationships=relationships)
+    assert type(new) is Scene and new == old and new.to_json() == old.to_json()
+    assert all(getattr(new, f.name) == getattr(old, f.name) for f in fields(Scene))
+    assert new.relationships == {"left": ((1,), ()), "right": ((), (0,)), "front": ((1,), ()), "behind": ((), (0,))}
+    assert scene.objects == objects[::-1] and scene.relationships == {}
+
+
+def test_compute_relationships_equals_the_pairwise_definition():
+    import random
+
+    from clevr_poc.scene import compute_relationships
+
+    rng = random.Random(3)
+    for n in range(0, 10):
+        points = [(rng.choice([0.5, 1.0, rng.uniform(-3, 3)]), rng.choice([0.5, rng.uniform(-3, 3)]))
+                  for _ in range(n)]
+        expected = {rel: tuple(tuple(j for j, q in enumerate(points) if j != i and test(q, p))
+                               for i, p in enumerate(points))
+                    for rel, test in (("left", lambda q, p: q[0] < p[0]), ("right", lambda q, p: q[0] > p[0]),
+                                      ("front", lambda q, p: q[1] < p[1]), ("behind", lambda q, p: q[1] > p[1]))}
+        got = compute_relationships(iter(points))
+        assert got == expected and list(got) == ["left", "right", "front", "behind"]
+
+
 def test_stacked_silhouettes_equal_those_of_the_separate_points():
     """One transform per object (inner and outer points in one array) gives the very silhouettes of
     :func:`vertex_silhouettes` over :func:`scene_bound_points`: the same floats, the same extremes."""
@@ -187,3 +222,74 @@ def test_box_overlaps_count_the_occluders_boxes_within_the_rows_box():
     rows_box = (np.array([10]), np.array([30]), np.array([5]), np.array([15]))
     support = np.array([found[j][1] for j in range(4)])
     assert _box_overlaps(support, pairs, rows_box).tolist() == [12 * 5 + 4 * 5]
+
+
+def test_inner_rows_equal_the_broadcast_formula():
+    """Issue 27: ``_inner_rows`` multiplies the per-edge factors first; the intervals are those of the (rows, M)
+    formula it replaced, float for float, also with horizontal edges (on a pixel grid)."""
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _MARGIN, _inner_rows
+    from clevr_poc.rendering.masks import _convex_hull, _next
+
+    def broadcast(polygon, v):
+        a, b = polygon, _next(polygon)
+        ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
+        rhs = (_MARGIN * np.hypot(ex, ey)[None, :] - ex[None, :] * (v[:, None] - a[None, :, 1])
+               - ey[None, :] * a[None, :, 0])
+        coef = -ey[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = rhs / coef
+        lo = np.where(coef > 0, bound, -np.inf).max(axis=1)
+        hi = np.where(coef < 0, bound, np.inf).min(axis=1)
+        return np.where(((coef == 0) & (rhs >= 0)).any(axis=1), np.inf, lo), hi
+
+    rng = np.random.default_rng(27)
+    flat = 0
+    for case in range(600):
+        points = rng.normal(size=(int(rng.integers(3, 40)), 2)) * rng.uniform(1, 50) + rng.uniform(0, 300, 2)
+        if case % 2:
+            points = np.round(points / 4) * 4
+        hull = _convex_hull(points)
+        if len(hull) < 3:
+            continue
+        flat += bool((_next(hull)[:, 1] == hull[:, 1]).any())
+        v = np.arange(int(hull[:, 1].min()) - 3, int(hull[:, 1].max()) + 4) + 0.5
+        for got, expected in zip(_inner_rows(hull, v), broadcast(hull, v)):
+            assert np.array_equal(got, expected)
+    assert flat > 50
+
+
+def test_inner_rows_of_several_polygons_equal_one_call_each():
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _inner_rows, _inner_rows_many
+    from clevr_poc.rendering.masks import _convex_hull
+
+    rng = np.random.default_rng(28)
+    for case in range(200):
+        polygons = []
+        while len(polygons) < 1 + case % 4:
+            points = rng.normal(size=(int(rng.integers(3, 30)), 2)) * rng.uniform(1, 40) + rng.uniform(0, 200, 2)
+            hull = _convex_hull(np.round(points / 4) * 4 if case % 2 else points)
+            if len(hull) >= 3:
+                polygons.append(hull)
+        v = np.arange(-3, 250) + 0.5
+        lo, hi = _inner_rows_many(polygons, v)
+        for position, polygon in enumerate(polygons):
+            one_lo, one_hi = _inner_rows(polygon, v)
+            assert np.array_equal(lo[position], one_lo) and np.array_equal(hi[position], one_hi)
+
+
+def test_outer_rows_of_one_support_vector_equal_the_general_function():
+    import numpy as np
+
+    from clevr_poc.generation.pixel_bounds import _DIRECTIONS, _outer_rows, _outer_rows_k
+
+    rng = np.random.default_rng(29)
+    for _ in range(300):
+        centre = rng.uniform(-20, 340, 2)
+        support = _DIRECTIONS @ centre + rng.uniform(0.2, 60, len(_DIRECTIONS))
+        v = np.arange(int(centre[1]) - 70, int(centre[1]) + 70) + 0.5
+        for got, expected in zip(_outer_rows_k(support, v), _outer_rows(_DIRECTIONS, support, v)):
+            assert np.array_equal(got, expected)

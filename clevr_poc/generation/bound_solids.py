@@ -109,18 +109,34 @@ def scene_bound_array(scene, style: str = "official", *, cone_lift: float = 0.0
     then its outer points), with the inner and outer point counts per object: one transform per object
     instead of two, the very floats of :func:`scene_bound_points` (issue 27; tested equal).
 
+    :func:`clevr_poc.rendering.shapes.transformed_vertices`' operations: the scaled points come from a cache per
+    (shape, mesh set, scale) (:func:`_scaled_points`, the same product), each object's are rotated by its own
+    matrix product and the translations are added to all points at once (the same sums).
+
     Raises:
         FormatError: an object without position, or an unknown style.
     """
     from clevr_poc.rendering.render import object_placements
-    from clevr_poc.rendering.shapes import transformed_vertices
+    from clevr_poc.rendering.shapes import rotation_z
 
-    parts, inner_counts, outer_counts = [], [], []
+    parts, inner_counts, outer_counts, locations = [], [], [], []
     for shape, mesh_set, scale, rotation, location in object_placements(scene, style, cone_lift=cone_lift):
-        stacked, inner = _stacked_points(shape, mesh_set)
-        parts.append(transformed_vertices(stacked, scale, rotation, location)[0])
+        scaled, inner = _scaled_points(shape, mesh_set, scale)
+        parts.append(scaled @ rotation_z(rotation).T)
         inner_counts.append(inner)
-        outer_counts.append(len(stacked) - inner)
+        outer_counts.append(len(scaled) - inner)
+        locations.append(location)
     if not parts:
         return np.zeros((0, 3)), [], []
-    return np.concatenate(parts), inner_counts, outer_counts
+    points = np.concatenate(parts)
+    points += np.repeat(np.array(locations, dtype=float), [len(part) for part in parts], axis=0)
+    return points, inner_counts, outer_counts
+
+
+@lru_cache(maxsize=64)
+def _scaled_points(shape: str, mesh_set: str, scale: float) -> tuple[np.ndarray, int]:
+    """``stacked * scale`` of :func:`_stacked_points` (read-only) and the inner point count."""
+    stacked, inner = _stacked_points(shape, mesh_set)
+    scaled = stacked * scale
+    scaled.setflags(write=False)
+    return scaled, inner

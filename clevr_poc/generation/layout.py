@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping
 
@@ -166,13 +166,25 @@ def place_objects(scene: Scene, rng: random.Random, *, min_distance: float = DEF
             f"no layout for {len(scene.objects)} objects after {max_restarts} restarts ({total} rejected "
             f"positions; regions {[o.region for o in scene.objects]}, sizes {[o.size for o in scene.objects]})",
             rejections=total, restarts=max_restarts)
-    objects = []
-    for i, obj in enumerate(scene.objects):
-        x, y = positions[i]
-        objects.append(moved_object(obj, (x, y, bounds[i][4]), rng.uniform(0.0, 360.0)))
-    relationships = compute_relationships([positions[i] for i in range(len(objects))])
-    placed = replace(scene, objects=tuple(objects), relationships=relationships)
+    draw = rng.random
+    points = [positions[i] for i in range(len(scene.objects))]
+    objects = [moved_object(obj, (x, y, bound[4]), 0.0 + 360.0 * draw())     # rng.uniform(0.0, 360.0)
+               for obj, (x, y), bound in zip(scene.objects, points, bounds)]
+    relationships = compute_relationships(points)
+    placed = placed_scene(scene, tuple(objects), relationships)
     return LayoutResult(placed, sum(rejected.values()), restart, dict(rejected), region_restarts)
+
+
+def placed_scene(scene: Scene, objects: tuple[SceneObject, ...],
+                 relationships: dict[str, tuple[tuple[int, ...], ...]]) -> Scene:
+    """``dataclasses.replace(scene, objects=objects, relationships=relationships)``, an equal scene with the
+    same other field values (tested), without replace's walk over the fields and ``Scene.__post_init__``
+    (issue 27: 13 % of a layout's time): the checks of ``extra`` and ``json_spelling`` hold as they were
+    checked, ``objects`` is a tuple and ``relationships`` (:func:`compute_relationships`) already has the
+    tuples of ints the normalisation would make."""
+    placed = object.__new__(type(scene))
+    placed.__dict__.update(scene.__dict__, objects=objects, relationships=relationships)
+    return placed
 
 
 def moved_object(obj: SceneObject, coords_3d: tuple[float, float, float], rotation: float) -> SceneObject:
@@ -196,6 +208,8 @@ def _fill_region(members: list[int], positions: dict[int, tuple[float, float]], 
     first rule broken is counted in ``rejected``. (Issue 27: this loop is most of a layout's time.)"""
     draw = rng.random
     hypot = math.hypot
+    overlaps = margins = 0                                  # counted locally, added to ``rejected`` at the end
+    placed = True
     for i in members:
         x_lo, x_hi, y_lo, y_hi, r = bounds[i]
         x_span, y_span = x_hi - x_lo, y_hi - y_lo
@@ -206,17 +220,20 @@ def _fill_region(members: list[int], positions: dict[int, tuple[float, float]], 
             for xj, yj, reach in others:
                 dx, dy = x - xj, y - yj
                 if hypot(dx, dy) <= reach:
-                    rejected["overlap"] += 1
+                    overlaps += 1
                     break
                 if abs(dx) < margin or abs(dy) < margin:
-                    rejected["margin"] += 1
+                    margins += 1
                     break
             else:
                 positions[i] = (x, y)
                 break
         else:
-            return False
-    return True
+            placed = False
+            break
+    rejected["overlap"] += overlaps
+    rejected["margin"] += margins
+    return placed
 
 
 def relationships_consistent(scene: Scene) -> bool:

@@ -29,6 +29,12 @@ _PREVIOUS = (np.arange(SILHOUETTE_DIRECTIONS) - 1) % SILHOUETTE_DIRECTIONS
 _DET = _C[0] * _S[1] - _C[1] * _S[0]
 #: Safety margin of the bound, in pixels (far above the rounding of the ray-cast masks, 1e-9 px).
 _MARGIN = 1e-6
+#: Per direction, constants of :func:`_outer_intervals`: ``c`` of the next direction, whether the line bounds
+#: a row's interval from the left (``c < 0``) or the right (``c > 0``), and ``s`` of the two directions along v.
+_C_NEXT = _C[_NEXT]
+_LEFT, _RIGHT = ~_VERTICAL & (_C < 0), ~_VERTICAL & (_C > 0)
+_S_VERTICAL = _S[_VERTICAL]
+_BIG = np.iinfo(np.int64).max
 
 
 def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -> list[int] | None:
@@ -124,11 +130,12 @@ def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dic
 def _projected(points: np.ndarray, camera) -> tuple[np.ndarray, np.ndarray] | None:
     """``(depth (V,), uv (2, V))`` of world points (V, 3), :func:`clevr_poc.camera.project_points`'
     arithmetic; None when a point lies behind the camera (depth <= 0)."""
-    cam = points @ camera.rotation.T + camera.translation
+    T, K = camera.matrix_arrays                    # camera.rotation, .translation and .K, made once per camera
+    cam = points @ T[:3, :3].T + T[:3, 3]
     depth = cam[:, 2]
-    if not np.all(depth > 0):
+    if not (depth > 0).all():
         return None
-    uvw = cam @ camera.K.T
+    uvw = cam @ K.T
     uv = np.empty((2, len(cam)))
     np.divide(uvw[:, 0], uvw[:, 2], out=uv[0])
     np.divide(uvw[:, 1], uvw[:, 2], out=uv[1])
@@ -150,15 +157,17 @@ def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_count
     depth, uv = projected
     support_all = _DIRECTIONS @ uv                                       # (K, V)
     sizes = np.array(inner_counts) + np.array(outer_counts)
-    starts = np.cumsum(sizes) - sizes                                     # object k's first (inner) point
+    starts = sizes.cumsum() - sizes                                       # object k's first (inner) point
     bounds = np.empty(2 * n, dtype=np.int64)                              # inner, outer, inner, outer, ...
     bounds[0::2] = starts
     bounds[1::2] = starts + np.array(inner_counts)
     nears = np.minimum.reduceat(depth, bounds)[1::2].tolist()
     fars = np.maximum.reduceat(depth, bounds)[1::2].tolist()
     values = np.maximum.reduceat(support_all, bounds, axis=1)[:, 1::2].T                  # (n, K)
-    extremes = np.stack([support_all[:, start:start + size].argmax(axis=1)
-                         for start, size in zip(starts.tolist(), inner_counts)]) + starts[:, None]   # (n, K)
+    extremes = np.empty((n, SILHOUETTE_DIRECTIONS), dtype=np.intp)                          # (n, K)
+    for position, (start, size) in enumerate(zip(starts.tolist(), inner_counts)):
+        support_all[:, start:start + size].argmax(axis=1, out=extremes[position])
+    extremes += starts[:, None]
     keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)
     keep[~keep.any(axis=1), 0] = True
     counts = keep.sum(axis=1).tolist()
@@ -198,9 +207,9 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
     polygons = [k for k in shown if len(found[k][0]) >= 3]
     objects, spans = [], []                              # objects with a polygon and rows in the image
     if polygons:
-        sizes = [len(found[k][0]) for k in polygons]
+        sizes = np.array([len(found[k][0]) for k in polygons])
         v = np.concatenate([found[k][0][:, 1] for k in polygons])
-        starts = np.cumsum(sizes) - sizes
+        starts = sizes.cumsum() - sizes
         low = np.floor(np.minimum.reduceat(v, starts)).tolist()
         high = np.ceil(np.maximum.reduceat(v, starts)).tolist()
         for k, lo, hi in zip(polygons, low, high):
@@ -245,23 +254,24 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     row (exactly; by far more than the rounding near a vertex, where both edges are tested), so these are
     its intervals, at O(rows) instead of O(rows x edges) (issue 27). A row without a lower or an upper edge
     (none in a convex polygon of area) is left empty, which keeps the bound a bound."""
-    sizes = [len(polygon) for polygon in polygons]
-    starts = np.cumsum([0] + sizes[:-1])
+    sizes = np.array([len(polygon) for polygon in polygons])
+    starts = sizes.cumsum() - sizes
     a = np.concatenate(polygons)                                            # (E, 2) all edges' starts
     following = np.arange(len(a)) + 1
-    following[starts + np.array(sizes) - 1] = starts                        # each polygon's last edge closes it
-    b = a[following]
-    ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
-    length = np.hypot(ex, ey)
-    rows = [j1 - j0 for j0, j1 in spans]
-    row_start = np.concatenate(([0], np.cumsum(rows))).tolist()
-    owner = np.repeat(np.arange(len(polygons)), sizes)                      # (E,) polygon of each edge
-    j0 = np.array([span[0] for span in spans])[owner]
-    j1 = np.array([span[1] for span in spans])[owner]
-    edge, row = _row_edges(np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1]), j0, j1)
+    following[starts + sizes - 1] = starts                        # each polygon's last edge closes it
+    ax, ay = a[:, 0], a[:, 1]
+    bx, by = ax[following], ay[following]
+    ex, ey = bx - ax, by - ay
+    span_j0, span_j1 = np.array(spans).T
+    row_start = [0] + (span_j1 - span_j0).cumsum().tolist()
+    owner = np.arange(len(polygons)).repeat(sizes)                          # (E,) polygon of each edge
+    j0 = span_j0[owner]
+    j1 = span_j1[owner]
+    edge, row = _row_edges(np.minimum(ay, by), np.maximum(ay, by), j0, j1)
     v = row + 0.5
-    coef = -ey[edge]
-    rhs = _MARGIN * length[edge] - ex[edge] * (v - a[edge, 1]) - ey[edge] * a[edge, 0]
+    # the per-edge factors first, then gathered per (edge, row) pair: the same products
+    coef = (-ey)[edge]
+    rhs = (_MARGIN * np.hypot(ex, ey))[edge] - ex[edge] * (v - ay[edge]) - (ey * ax)[edge]
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = rhs / coef
     at = np.asarray(row_start)[owner[edge]] + (row - j0[edge])              # the pair's row among all rows
@@ -269,17 +279,19 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     lo = np.full(total, -np.inf)
     hi = np.full(total, np.inf)
     lower, upper = coef > 0, coef < 0
-    np.maximum.at(lo, at[lower], bound[lower])
-    np.minimum.at(hi, at[upper], bound[upper])
-    missing = np.ones(total, dtype=bool)
-    missing[at[lower]] = False
+    at_lower, at_upper = at[lower], at[upper]
+    np.maximum.at(lo, at_lower, bound[lower])
+    np.minimum.at(hi, at_upper, bound[upper])
+    empty = np.ones(total, dtype=bool)                 # a row without a lower edge, an upper edge, or flat-failing
+    empty[at_lower] = False
     missing_upper = np.ones(total, dtype=bool)
-    missing_upper[at[upper]] = False
-    flat_fail = np.zeros(total, dtype=bool)
-    flat_fail[at[(coef == 0) & (rhs >= 0)]] = True
-    lo = np.where(flat_fail | missing | missing_upper, np.inf, lo)
-    first = np.clip(np.floor(lo - 0.5) + 1, 0, width).astype(np.int64)      # i + 0.5 > lo
-    last = np.clip(np.ceil(hi - 0.5) - 1, -1, width - 1).astype(np.int64)    # i + 0.5 < hi
+    missing_upper[at_upper] = False
+    empty |= missing_upper
+    empty[at[(coef == 0) & (rhs >= 0)]] = True
+    lo[empty] = np.inf
+    # np.clip's bounds by np.maximum/np.minimum (the same integers once cast; a -0.0 may stay -0.0 before)
+    first = np.minimum(np.maximum(np.floor(lo - 0.5) + 1, 0), width).astype(np.int64)      # i + 0.5 > lo
+    last = np.minimum(np.maximum(np.ceil(hi - 0.5) - 1, -1), width - 1).astype(np.int64)   # i + 0.5 < hi
     return first, last, row_start
 
 
@@ -289,8 +301,8 @@ def _row_edges(v_min, v_max, j0, j1):
     lo = np.maximum(np.ceil(v_min - 1.5), j0)
     hi = np.minimum(np.floor(v_max + 0.5), j1 - 1)
     count = np.maximum(hi - lo + 1, 0).astype(np.int64)
-    edge = np.repeat(np.arange(len(count)), count)
-    offset = np.arange(len(edge)) - np.repeat(np.cumsum(count) - count, count)
+    edge = np.arange(len(count)).repeat(count)
+    offset = np.arange(len(edge)) - (count.cumsum() - count).repeat(count)
     return edge, lo.astype(np.int64)[edge] + offset
 
 
@@ -301,7 +313,7 @@ def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray
     ranges), its bounding box within a pixel of the rows' box; an object without a pixel in its rows has
     none."""
     rows = last >= first
-    big = np.iinfo(np.int64).max
+    big = _BIG
     count = np.add.reduceat(rows.astype(np.int64), starts)
     i0 = np.minimum.reduceat(np.where(rows, first, big), starts)
     i1 = np.maximum.reduceat(np.where(rows, last, -big), starts) + 1
@@ -346,13 +358,13 @@ def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, 
     Every (object, occluder, row) gets the occluder's closed interval of :func:`_outer_intervals`, turned into
     the pixel columns ``i`` with ``lo <= i + 0.5 <= hi`` (the float comparisons themselves settle the rounding
     of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows."""
-    position, occluder = np.nonzero(pairs)
+    position, occluder = pairs.nonzero()
     starts = np.asarray(row_start)
     counts = starts[1:] - starts[:-1]
     spans_j0 = np.array([span[0] for span in spans])
     j0 = spans_j0[position]
     lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + counts[position])
-    pair_of = np.repeat(np.arange(len(position)), counts[position])
+    pair_of = np.arange(len(position)).repeat(counts[position])
     row_of = np.arange(len(pair_of)) - pair_start[pair_of] + starts[position][pair_of]    # among all rows
     a = np.ceil(lo - 0.5)                               # the first column with lo <= a + 0.5
     a = np.where(a - 0.5 >= lo, a - 1, a)
@@ -376,27 +388,27 @@ def _outer_intervals(support: np.ndarray, j0, j1):
     K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette."""
     j0, j1 = np.asarray(j0), np.asarray(j1)
     rows = j1 - j0
-    item_start = np.cumsum(rows) - rows
-    item_of = np.repeat(np.arange(len(rows)), rows)
+    item_start = rows.cumsum() - rows
+    item_of = np.arange(len(rows)).repeat(rows)
     v = (np.arange(len(item_of)) - item_start[item_of] + j0[item_of]) + 0.5
     shifted = support + _MARGIN
-    crossing = (shifted[:, _NEXT] * _C[None, :] - shifted * _C[_NEXT][None, :]) / _DET          # (m, K)
-    v_min = np.minimum(crossing, crossing[:, _PREVIOUS]).ravel()
-    v_max = np.maximum(crossing, crossing[:, _PREVIOUS]).ravel()
-    line_j0 = np.repeat(j0, SILHOUETTE_DIRECTIONS)
-    line, row = _row_edges(v_min, v_max, line_j0, np.repeat(j1, SILHOUETTE_DIRECTIONS))
+    crossing = (shifted[:, _NEXT] * _C - shifted * _C_NEXT) / _DET                            # (m, K)
+    previous = crossing[:, _PREVIOUS]
+    v_min = np.minimum(crossing, previous).ravel()
+    v_max = np.maximum(crossing, previous).ravel()
+    line_j0 = j0.repeat(SILHOUETTE_DIRECTIONS)
+    line, row = _row_edges(v_min, v_max, line_j0, j1.repeat(SILHOUETTE_DIRECTIONS))
     item, direction = np.divmod(line, SILHOUETTE_DIRECTIONS)
     at = item_start[item] + (row - line_j0[line])                                    # its (item, row)
-    c = _C[direction]
-    rhs = shifted[item, direction] - (row + 0.5) * _S[direction]
+    rhs = shifted.ravel()[line] - (row + 0.5) * _S[direction]
     with np.errstate(divide="ignore", invalid="ignore"):
-        bound = rhs / c
+        bound = rhs / _C[direction]
     lo = np.full(len(item_of), -np.inf)
     hi = np.full(len(item_of), np.inf)
-    left, right = ~_VERTICAL[direction] & (c < 0), ~_VERTICAL[direction] & (c > 0)
+    left, right = _LEFT[direction], _RIGHT[direction]
     np.maximum.at(lo, at[left], bound[left])
     np.minimum.at(hi, at[right], bound[right])
-    empty = ((shifted[item_of][:, _VERTICAL] - v[:, None] * _S[_VERTICAL][None, :]) < 0).any(axis=1)
+    empty = ((shifted[:, _VERTICAL][item_of] - v[:, None] * _S_VERTICAL) < 0).any(axis=1)
     return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi), item_start
 
 
@@ -411,13 +423,20 @@ def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
     hit = a <= b
     if not hit.any():
         return per_row
-    row_of, a, b, f = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64), f[hit]
-    local_rows, row_index = np.unique(row_of, return_inverse=True)
+    row_of, a, b = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64)
+    present = np.zeros(len(first), dtype=bool)                 # np.unique(row_of, return_inverse=True)
+    present[row_of] = True
+    local_rows = np.flatnonzero(present)
+    if len(local_rows) == len(row_of):  # one range per row (the common case): the union is that range
+        per_row[row_of] = b - a + 1
+        return per_row
+    f = first[row_of]
+    row_index = (present.cumsum() - 1)[row_of]
     width = int((last[local_rows] - first[local_rows]).max()) + 2
     base = row_index * width
     marks = (np.bincount(base + (a - f), minlength=len(local_rows) * width)
              - np.bincount(base + (b - f + 1), minlength=len(local_rows) * width))
-    cover = np.cumsum(marks.reshape(len(local_rows), width), axis=1)[:, :width - 1] > 0
+    cover = marks.reshape(len(local_rows), width).cumsum(axis=1)[:, :width - 1] > 0
     per_row[local_rows] = cover.sum(axis=1)
     return per_row
 
@@ -425,19 +444,22 @@ def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
 def _inner_rows(polygon, v):
     """Open u-interval (lo, hi) per row ``v`` of the points more than :data:`_MARGIN` px inside the
     counter-clockwise convex ``polygon`` (M, 2); empty rows get lo >= hi."""
-    a = polygon
-    b = _next(polygon)
-    ex, ey = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1]
-    length = np.hypot(ex, ey)
-    # inside: ex * (v - ay) - ey * (u - ax) > margin * length, i.e. (-ey) * u > rhs
-    rhs = _MARGIN * length[None, :] - ex[None, :] * (v[:, None] - a[None, :, 1]) - ey[None, :] * a[None, :, 0]
-    coef = -ey[None, :]
+    ax, ay = polygon[:, 0], polygon[:, 1]
+    ex, ey = _next(ax) - ax, _next(ay) - ay
+    # inside: ex * (v - ay) - ey * (u - ax) > margin * length, i.e. (-ey) * u > rhs; the per-edge factors
+    # first (the same products, fewer operations on the (rows, M) arrays; issue 27)
+    rhs = _MARGIN * np.hypot(ex, ey) - ex * (v[:, None] - ay) - ey * ax
+    coef = -ey
+    inf = np.inf
+    flat = coef == 0
+    if not flat.any():
+        bound = rhs / coef
+        return np.where(coef > 0, bound, -inf).max(axis=1), np.where(coef < 0, bound, inf).min(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = rhs / coef
-    inf = np.inf
     lo = np.where(coef > 0, bound, -inf).max(axis=1)
     hi = np.where(coef < 0, bound, inf).min(axis=1)
-    flat_fail = ((coef == 0) & (rhs >= 0)).any(axis=1)  # a horizontal edge the row is not inside of
+    flat_fail = (flat & (rhs >= 0)).any(axis=1)  # a horizontal edge the row is not inside of
     lo = np.where(flat_fail, inf, lo)
     return lo, hi
 
@@ -487,29 +509,71 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
         j0 = min(max(int(math.floor(v_min)) - 1, 0), H)
         j1 = max(min(int(math.ceil(v_max)) + 2, H), j0)
         v = np.arange(j0, j1) + 0.5
-        olo, ohi = _outer_rows(_DIRECTIONS, support, v)
+        olo, ohi = _outer_rows_k(support, v)
         first = np.clip(np.ceil(olo - 0.5), 0, W)                 # i + 0.5 >= olo
         last = np.clip(np.floor(ohi - 0.5), -1, W - 1)            # i + 0.5 <= ohi
         rows = last >= first
         footprint_max = int((last - first + 1)[rows].sum())
         footprint_min = 0
-        if len(inner) >= 3 and footprint_max:
-            lo, hi = _inner_rows(inner, v)
-            a = np.clip(np.floor(lo - 0.5) + 1, 0, W)              # i + 0.5 > lo
-            b = np.clip(np.ceil(hi - 0.5) - 1, -1, W - 1)         # i + 0.5 < hi
-            footprint_min = int(np.maximum(b - a + 1, 0).sum())
         shown_max = footprint_max
         if footprint_max:
             front = [j for j, (inner_j, support_j, _, far_j) in found.items()
                      if j != k and len(inner_j) >= 3 and far_j + _FRONT_MARGIN < near
                      and boxes_meet(silhouette_box(support_j), (u_min, u_max, v_min, v_max))]
+            own = len(inner) >= 3
+            # k's inner rows and those of the objects in front, on all of k's rows, in one pass (per row the
+            # same numbers as one call per polygon on its rows; issue 27)
+            polygons = ([inner] if own else []) + [found[j][0] for j in front]
+            if polygons:
+                los, his = _inner_rows_many(polygons, v)
+            if own:
+                a = np.clip(np.floor(los[0] - 0.5) + 1, 0, W)              # i + 0.5 > lo
+                b = np.clip(np.ceil(his[0] - 0.5) - 1, -1, W - 1)         # i + 0.5 < hi
+                footprint_min = int(np.maximum(b - a + 1, 0).sum())
             if front:
-                v, first, last = v[rows], first[rows], last[rows]
+                first, last = first[rows], last[rows]
                 centres = np.arange(int(first.min()), int(last.max()) + 1) + 0.5
                 mask = (centres[None, :] >= first[:, None] + 0.5) & (centres[None, :] <= last[:, None] + 0.5)
-                for j in front:
-                    lo, hi = _inner_rows(found[j][0], v)
-                    mask &= ~((centres[None, :] > lo[:, None]) & (centres[None, :] < hi[:, None]))
+                lo, hi = los[int(own):, rows, None], his[int(own):, rows, None]       # (front, rows, 1)
+                mask &= ~((centres > lo) & (centres < hi)).any(axis=0)
                 shown_max = int(mask.sum())
         result[k] = (shown_max, footprint_min, footprint_max)
     return result
+
+
+def _outer_rows_k(support: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_outer_rows(_DIRECTIONS, support, v)`` for one support vector (K,): the same numbers, with the
+    directions' masks precomputed and only the two lines along v tested for empty rows (no ``c`` is 0, so no
+    division warning to silence)."""
+    rhs = support + _MARGIN - v[:, None] * _S                   # c * u <= rhs
+    bound = rhs / _C
+    lo = np.where(_LEFT, bound, -np.inf).max(axis=1)
+    hi = np.where(_RIGHT, bound, np.inf).min(axis=1)
+    empty = (rhs[:, _VERTICAL] < 0).any(axis=1)
+    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
+
+
+def _inner_rows_many(polygons: list, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_inner_rows` of several polygons (M_i, 2), M_i >= 3, on the same rows ``v``, in one pass:
+    ``(lo, hi)``, each (len(polygons), rows), the same numbers (the same per-edge operations; the maximum and
+    minimum over each polygon's edges by ``reduceat``)."""
+    if len(polygons) == 1:
+        lo, hi = _inner_rows(polygons[0], v)
+        return lo[None], hi[None]
+    sizes = np.array([len(polygon) for polygon in polygons])
+    starts = sizes.cumsum() - sizes
+    a = np.concatenate(polygons)
+    ax, ay = a[:, 0], a[:, 1]
+    following = np.arange(len(a)) + 1
+    following[starts + sizes - 1] = starts                                # each polygon's last edge closes it
+    ex, ey = ax[following] - ax, ay[following] - ay
+    rhs = _MARGIN * np.hypot(ex, ey) - ex * (v[:, None] - ay) - ey * ax
+    coef = -ey
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = rhs / coef
+    lo = np.maximum.reduceat(np.where(coef > 0, bound, -np.inf), starts, axis=1)
+    hi = np.minimum.reduceat(np.where(coef < 0, bound, np.inf), starts, axis=1)
+    flat = coef == 0
+    if flat.any():  # a horizontal edge the row is not inside of
+        lo = np.where(np.logical_or.reduceat(flat & (rhs >= 0), starts, axis=1), np.inf, lo)
+    return lo.T, hi.T

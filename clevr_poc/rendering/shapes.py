@@ -254,9 +254,15 @@ def transformed_vertices(vertices: np.ndarray, scale: float, rotation_deg: float
                          location: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray]:
     """:meth:`Mesh.transformed`'s vertices (V, 3) and its rotation matrix Rz (3, 3): scaled, rotated about +z,
     translated (the one computation of both, so that their vertices are the same floats)."""
-    a = math.radians(rotation_deg)
-    Rz = np.array([[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0], [0.0, 0.0, 1.0]])
+    Rz = rotation_z(rotation_deg)
     return (vertices * scale) @ Rz.T + np.asarray(location, dtype=float), Rz
+
+
+def rotation_z(rotation_deg: float) -> np.ndarray:
+    """The rotation matrix (3, 3) of ``rotation_deg`` degrees about +z (counter-clockwise seen from above)."""
+    a = math.radians(rotation_deg)
+    c, s = math.cos(a), math.sin(a)
+    return np.array((c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0)).reshape(3, 3)
 
 
 def object_mesh(shape: str, size: str, x: float, y: float, rotation_deg: float = 0.0, *,
