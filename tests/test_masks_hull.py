@@ -157,3 +157,16 @@ def test_project_points_equals_the_where_and_stack_formula():
                    np.array([camera.position, behind, (0.0, 0.0, 0.0)])):
         assert np.array_equal(project_points(points, camera), reference(points), equal_nan=True)
     assert np.isnan(project_points(behind, camera)[:2]).all()
+
+
+def test_lean_qhull_probe_rejects_a_changed_private_api(monkeypatch):
+    """A scipy whose private ``_Qhull`` changed is detected by the import-time probe (then ConvexHull is used)."""
+    if masks._qhull is None:
+        pytest.skip("scipy not installed")
+    assert masks._lean_qhull_works() is (masks._Qhull is not None)
+
+    def changed(*args, **kwargs):
+        raise TypeError("_Qhull() takes other arguments")
+
+    monkeypatch.setattr(masks, "_Qhull", changed)
+    assert masks._lean_qhull_works() is False

@@ -266,6 +266,20 @@ def _qhull_vertices(pts: np.ndarray) -> np.ndarray:
         qhull.close()
 
 
+def _lean_qhull_works() -> bool:
+    """Whether :func:`_qhull_vertices`' use of scipy's private ``_Qhull`` gives ``ConvexHull``'s vertices
+    on a small probe (a scipy release that changed it falls back to ``ConvexHull``, never a wrong hull)."""
+    probe = np.array([[0.0, 0.0], [1.0, 0.5], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+    try:
+        return bool(np.array_equal(_qhull_vertices(probe), _qhull(probe).vertices))
+    except Exception:
+        return False
+
+
+if _Qhull is not None and not _lean_qhull_works():  # pragma: no cover - depends on the scipy release
+    _Qhull = None
+
+
 def _drop_interior(pts: np.ndarray) -> np.ndarray:
     """Akl-Toussaint heuristic: drop the points strictly inside the polygon of the extreme points in
     the u, v, u+v and u-v directions (they cannot be hull vertices); order is kept. The hull of the
