@@ -17,7 +17,7 @@ from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate
 from clevr_poc.generation.template_files import (
     DESCRIPTION_ORDER, OBJECT_NODES, OPTIONAL_WORDS, TEXT_SLOT, QuestionTemplate,
 )
-from clevr_poc.queries.official_form import official_query
+from clevr_poc.queries.official_form import official_query_of_parts
 from clevr_poc.queries.query import Atom, Constant, Inequality, Literal, Number, SanitizedQuery, Term, Variable
 from clevr_poc.scene import Scene
 
@@ -60,7 +60,9 @@ def asp_query(instance: Instance) -> str:
 
 def official_asp_query(instance: Instance) -> SanitizedQuery:
     """:func:`asp_query` as the typed query (its ``text`` is that query): what the question generator
-    hands the Reasoner, which then does not parse the text again (it would give an equal query: tested)."""
+    hands the Reasoner, which then does not parse the text again (it would give an equal query: tested).
+    The generator's literals are rewritten without a check of their own
+    (:func:`~clevr_poc.queries.official_form.official_query_of_parts`); the official form is checked."""
     literals: list[Literal] = [_answer_literal(instance)]
     literals += _description_literals(instance)
     # links ordered by their child's variable (X, Y, Z, W: by hop, text order among equals), so
@@ -68,7 +70,7 @@ def official_asp_query(instance: Instance) -> SanitizedQuery:
     links = _structure_literals(instance, pinned=None)
     rank = {v: k for k, v in enumerate(VARIABLES)}
     links.sort(key=lambda lit: max(rank[v] for v in lit.variables()))
-    return official_query(SanitizedQuery(_ANSWER, tuple(literals + links)))
+    return official_query_of_parts(_ANSWER, tuple(literals + links))
 
 def intended_query(instance: Instance, hidden_index: int) -> str:
     """The question with every reference object of the query object pinned to its id in the partial

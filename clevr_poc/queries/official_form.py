@@ -44,11 +44,11 @@ from itertools import combinations
 
 from clevr_poc import domain
 from clevr_poc.errors import FormatError
-from clevr_poc.queries.query import Atom, Constant, Inequality, SanitizedQuery, Variable
+from clevr_poc.queries.query import Atom, Constant, Inequality, Literal, SanitizedQuery, Variable
 from clevr_poc.queries.sanitizer import sanitize_query
 
-__all__ = ["MAX_OFFICIAL_OBJECT_VARIABLES", "OFFICIAL_VARIABLES", "official_query", "official_variables",
-           "to_official_form"]
+__all__ = ["MAX_OFFICIAL_OBJECT_VARIABLES", "OFFICIAL_VARIABLES", "official_query", "official_query_of_parts",
+           "official_variables", "to_official_form"]
 
 #: Most object variables a CLEVR-POC question query has (three_hop: X and three references); the
 #: sanitizer's own bound (:data:`~clevr_poc.queries.query.MAX_QUERY_OBJECT_VARIABLES`, 6) is wider.
@@ -74,8 +74,9 @@ def official_variables(count: int) -> tuple[str, ...]:
     return OFFICIAL_VARIABLES[count]
 
 
-def _fail(reason: str, query: str) -> FormatError:
-    return FormatError(f"not a CLEVR-POC question query ({reason})", field="asp_query", value=query)
+def _fail(reason: str, query: str | SanitizedQuery) -> FormatError:
+    text = query if isinstance(query, str) else query.text
+    return FormatError(f"not a CLEVR-POC question query ({reason})", field="asp_query", value=text)
 
 
 def to_official_form(query: str | SanitizedQuery) -> str:
@@ -107,9 +108,45 @@ def official_query(query: str | SanitizedQuery) -> SanitizedQuery:
             links that do not form a tree through X, or more than 4 object variables.
     """
     checked = query if isinstance(query, SanitizedQuery) else sanitize_query(query)
-    text = checked.text
-    head = checked.head
-    answer_literals = [atom for atom in checked.atoms if atom.predicate == "hasProperty" and atom.terms[2] == head]
+    return _rewrite(checked.head, checked.body, checked.variables, checked)
+
+
+def official_query_of_parts(head: Variable, body: tuple[Literal, ...]) -> SanitizedQuery:
+    """:func:`official_query` of ``missing(head) :- body`` given as typed parts that the caller builds
+    itself from the query language's own vocabulary (the question generator's literals), without first
+    making them a :class:`~clevr_poc.queries.query.SanitizedQuery`: the parts are not checked as a query
+    before the rewrite (issue 27: that check ran twice per generated question); the result is, as every
+    :class:`~clevr_poc.queries.query.SanitizedQuery` made from parts, so nothing unchecked reaches the
+    solver. It equals ``official_query(SanitizedQuery(head, body))``, errors included: when the rewrite
+    fails, that is what runs (and raises).
+
+    Raises:
+        UnsafeProgramError, FormatError: as ``official_query(SanitizedQuery(head, body))``.
+    """
+    try:
+        variables = frozenset(t for literal in body for t in literal.terms if type(t) is Variable)
+        return _rewrite(head, body, variables, _Parts(head, body))
+    except Exception:  # outside the query language or the six structures: the checked path says which
+        return official_query(SanitizedQuery(head, body))
+
+
+class _Parts:
+    """The text of unchecked parts, printed only for an error message."""
+
+    def __init__(self, head: Variable, body: tuple[Literal, ...]) -> None:
+        self.head, self.body = head, body
+
+    @property
+    def text(self) -> str:
+        return f"missing({self.head}) :- {', '.join(map(str, self.body))}."
+
+
+def _rewrite(head: Variable, body: tuple[Literal, ...], variables: frozenset[Variable],
+             text: SanitizedQuery | _Parts) -> SanitizedQuery:
+    """The official form of ``missing(head) :- body`` (``variables``: every variable of the body;
+    ``text``: what an error message prints, its ``.text`` read only then)."""
+    answer_literals = [atom for atom in body if type(atom) is Atom and atom.predicate == "hasProperty"
+                       and atom.terms[2] == head]
     if len(answer_literals) != 1 or not isinstance(answer_literals[0].terms[0], Variable) \
             or isinstance(answer_literals[0].terms[1], Variable):
         raise _fail("expected exactly one answer literal hasProperty(V,<attribute>,Q)", text)
@@ -117,7 +154,7 @@ def official_query(query: str | SanitizedQuery) -> SanitizedQuery:
     x, attribute, _ = answer.terms
     descriptions: dict[Variable, dict[str, Constant]] = {}
     links: list[Atom] = []
-    for literal in checked.body:
+    for literal in body:
         args = literal.terms
         if head in args:
             if literal != answer:
@@ -138,7 +175,7 @@ def official_query(query: str | SanitizedQuery) -> SanitizedQuery:
                 links.append(literal)
         else:
             raise _fail(f"unexpected literal {literal}", text)
-    variables = checked.variables - {head}
+    variables = variables - {head}
     if len(variables) > MAX_OFFICIAL_OBJECT_VARIABLES:
         raise _fail(f"{len(variables)} object variables (at most {MAX_OFFICIAL_OBJECT_VARIABLES})", text)
 
