@@ -69,6 +69,7 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.answer_balancer import AnswerBalancer
 from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate, hidden_candidates
+from clevr_poc.generation.scene_index import ATTRIBUTE_BIT, SceneIndex, scene_index
 from clevr_poc.generation.question_instance import (
     VARIABLES, Instance, asp_query, functional_program, intended_query, official_asp_query, possible_values,
     question_text,
@@ -157,6 +158,79 @@ def _python_verdict(world, query, hidden_value: str) -> frozenset[str] | None:
     return answer if answer is not None and hidden_value in answer else None
 
 
+def _same_attribute(node_type: str) -> str:
+    """The attribute of a ``same_<attribute>`` node (KeyError for an unknown one, as
+    :meth:`~clevr_poc.scene.SceneObject.attribute`)."""
+    attribute = node_type[len("same_"):]
+    if attribute not in domain.ATTRIBUTES:
+        raise KeyError(f"unknown attribute {attribute!r}; expected one of {domain.ATTRIBUTES}")
+    return attribute
+
+
+def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], allowed: Sequence[str],
+                      rng: random.Random) -> dict[str, str]:
+    """:meth:`QuestionGenerator._describe` on the scene's :class:`SceneIndex`: the same draws and the same
+    description; a candidate p matches the description when none of its attributes' bits is set in
+    ``index.differences(obj)[p]``."""
+    order = list(allowed)
+    rng.shuffle(order)
+    k = rng.randint(0, len(order))
+    if obj not in candidates:  # then no description singles it out
+        raise TemplateNotApplicable
+    values = index.values
+    description = {a: values[a][obj] for a in order[:k]}
+    mask = 0
+    for a in order[:k]:
+        mask |= ATTRIBUTE_BIT[a]
+    row = index.differences(obj)
+    others = [row[p] for p in candidates if p != obj]
+    rest = order[k:]
+    while True:
+        for bits in others:
+            if not bits & mask:
+                break  # another candidate matches
+        else:
+            return description
+        if not rest:
+            raise TemplateNotApplicable
+        attribute = rest.pop(0)
+        description[attribute] = values[attribute][obj]
+        mask |= ATTRIBUTE_BIT[attribute]
+
+
+class _TemplateShape:
+    """What instantiating a template needs of the template alone: the query object's node, per object
+    node its description slots ``((attribute, slot), ...)`` and the attributes it may describe (not
+    ``NULL``-constrained), the ``OUT_NEQ`` node pairs, and the ASP variables of a set of object nodes."""
+
+    __slots__ = ("nodes", "query_object", "descriptions", "out_neq", "consumer", "_variables")
+
+    def __init__(self, template: QuestionTemplate) -> None:
+        nodes = template.nodes
+        self.nodes = nodes
+        self.query_object = nodes[-1].inputs[0]
+        self.consumer = {j: i for i, n in enumerate(nodes) for j in n.inputs}
+        self.descriptions: dict[int, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
+        for i, node in enumerate(nodes):
+            if node.type in OBJECT_NODES:
+                slots = dict(zip(DESCRIPTION_ORDER, node.side_inputs[-4:]))
+                self.descriptions[i] = (tuple(slots.items()),
+                                        tuple(a for a in DESCRIPTION_ORDER if slots[a] not in template.null_params))
+        self.out_neq = tuple(tuple(c.params) for c in template.constraints if c.type == "OUT_NEQ")
+        self._variables: dict[tuple[int, ...], tuple[tuple[int, str], ...]] = {}
+
+    def variables(self, object_nodes: Iterable[int]) -> tuple[tuple[int, str], ...]:
+        """``(node, variable)`` pairs: X for the query object, then by distance from it (ties: later node
+        first)."""
+        key = tuple(object_nodes)
+        pairs = self._variables.get(key)
+        if pairs is None:
+            dist = {i: QuestionGenerator._distance(self.nodes, self.consumer, i, self.query_object) for i in key}
+            pairs = self._variables[key] = tuple(
+                (i, VARIABLES[k]) for k, i in enumerate(sorted(key, key=lambda i: (dist[i], -i))))
+        return pairs
+
+
 class QuestionGenerator:
     """Generate labelled CLEVR-POC questions about the hidden object of a partial scene.
 
@@ -192,6 +266,7 @@ class QuestionGenerator:
         self.attribute_shares = shares
         self.require_unambiguous = require_unambiguous
         self.rejections: Counter[str] = Counter()
+        self._shapes: dict[int, tuple[QuestionTemplate, _TemplateShape]] = {}
 
     # ------------------------------------------------------------------ public API
     def templates_for(self, attribute: str, family: str | None = None) -> list[QuestionTemplate]:
@@ -369,16 +444,23 @@ class QuestionGenerator:
                     rng: random.Random) -> Instance:
         """Choose relations, reference objects and descriptions (steps 3-4 of the module docstring).
 
+        The scene is read through its :class:`~clevr_poc.generation.scene_index.SceneIndex` (built once per
+        scene) and the template's shape is computed once per template: the same draws and the same
+        instance as reading the scene and the template afresh each time (issue 27).
+
         Raises:
             TemplateNotApplicable: no reference object / no unique description / an ``OUT_NEQ`` constraint fails.
         """
         nodes = template.nodes
+        shape = self._shape(template)
+        index = scene_index(scene)
+        holders, values, related = index.holders, index.values, index.related
         instance = Instance(template)
+        objects, chosen = instance.objects, instance.values
         used = {hidden_index}
-        consumer = {j: i for i, n in enumerate(nodes) for j in n.inputs}
 
         def assign(node_index: int, obj: int) -> None:
-            instance.objects[node_index] = obj
+            objects[node_index] = obj
             node = nodes[node_index]
             if node.type == "relate_filter_unique":
                 relate(node.side_inputs[0], node.inputs[0], obj)
@@ -387,14 +469,13 @@ class QuestionGenerator:
 
         def relate(param: str, object_node: int, obj: int) -> None:
             # "obj is R of ref": obj in relationships[R][ref]
-            options = {r: [p for p in range(len(scene)) if p not in used and obj in scene.relationships[r][p]]
-                       for r in domain.RELATIONS}
+            options = {r: [p for p in held if p not in used] for r, held in holders(obj).items()}
             relations = [r for r in domain.RELATIONS if options[r]]
             if not relations:
                 raise TemplateNotApplicable
             relation = rng.choice(relations)
             ref = rng.choice(options[relation])
-            instance.values[param] = relation
+            chosen[param] = relation
             used.add(ref)
             assign(object_node, ref)
 
@@ -408,62 +489,61 @@ class QuestionGenerator:
                 for j in node.inputs:
                     require_member(j, obj)
             else:  # same_<attribute>
-                attribute = node.type[len("same_"):]
-                value = scene.objects[obj].attribute(attribute)
-                options = [p for p in range(len(scene))
-                           if p not in used and scene.objects[p].attribute(attribute) == value]
+                column = values[_same_attribute(node.type)]
+                value = column[obj]
+                options = [p for p, v in enumerate(column) if p not in used and v == value]
                 if not options:
                     raise TemplateNotApplicable
                 ref = rng.choice(options)
                 used.add(ref)
                 assign(node.inputs[0], ref)
 
-        query_object = nodes[-1].inputs[0]
-        assign(query_object, hidden_index)
+        assign(shape.query_object, hidden_index)
 
         # ASP variables: X for the query object, then by distance from it (ties: later node first)
-        object_nodes = list(instance.objects)
-        dist = {i: self._distance(nodes, consumer, i, query_object) for i in object_nodes}
-        for k, i in enumerate(sorted(object_nodes, key=lambda i: (dist[i], -i))):
-            instance.variables[i] = VARIABLES[k]
+        instance.variables.update(shape.variables(objects))
 
         # forward pass: descriptions that make every filter_unique yield its object
-        everything = frozenset(range(len(scene)))
+        outputs = instance.outputs
         for i, node in enumerate(nodes):
-            if node.type == "scene":
-                instance.outputs[i] = everything
-            elif node.type == "relate":
-                instance.outputs[i] = frozenset(scene.relationships[instance.values[node.side_inputs[0]]]
-                                                [instance.outputs[node.inputs[0]]])
-            elif node.type == "intersect":
-                instance.outputs[i] = instance.outputs[node.inputs[0]] & instance.outputs[node.inputs[1]]
-            elif node.type.startswith("same_"):
-                attribute = node.type[len("same_"):]
-                ref = instance.outputs[node.inputs[0]]
-                value = scene.objects[ref].attribute(attribute)
-                instance.outputs[i] = frozenset(p for p in everything
-                                                if p != ref and scene.objects[p].attribute(attribute) == value)
-            elif node.type in OBJECT_NODES:
-                if node.type == "relate_filter_unique":
-                    ref = instance.outputs[node.inputs[0]]
-                    candidates = frozenset(scene.relationships[instance.values[node.side_inputs[0]]][ref])
+            kind = node.type
+            if kind == "scene":
+                outputs[i] = index.everything
+            elif kind == "relate":
+                outputs[i] = related(chosen[node.side_inputs[0]], outputs[node.inputs[0]])
+            elif kind == "intersect":
+                outputs[i] = outputs[node.inputs[0]] & outputs[node.inputs[1]]
+            elif kind.startswith("same_"):
+                column = values[_same_attribute(kind)]
+                ref = outputs[node.inputs[0]]
+                value = column[ref]
+                outputs[i] = frozenset(p for p, v in enumerate(column) if p != ref and v == value)
+            elif kind in OBJECT_NODES:
+                if kind == "relate_filter_unique":
+                    candidates = related(chosen[node.side_inputs[0]], outputs[node.inputs[0]])
                 else:
-                    candidates = instance.outputs[node.inputs[0]]
-                obj = instance.objects[i]
+                    candidates = outputs[node.inputs[0]]
+                obj = objects[i]
                 if obj not in candidates:  # cannot happen: assign() chose members
                     raise TemplateNotApplicable
-                slots = dict(zip(DESCRIPTION_ORDER, node.side_inputs[-4:]))
-                allowed = [a for a in DESCRIPTION_ORDER if slots[a] not in template.null_params]
-                description = self._describe(scene, obj, candidates, allowed, rng)
-                for attribute, slot in slots.items():
-                    instance.values[slot] = description.get(attribute, "")
-                instance.outputs[i] = obj
-        for constraint in template.constraints:
-            if constraint.type == "OUT_NEQ":
-                a, b = constraint.params
-                if instance.outputs[a] == instance.outputs[b]:
-                    raise TemplateNotApplicable
+                slots, allowed = shape.descriptions[i]
+                description = _describe_indexed(index, obj, candidates, allowed, rng)
+                for attribute, slot in slots:
+                    chosen[slot] = description.get(attribute, "")
+                outputs[i] = obj
+        for a, b in shape.out_neq:
+            if outputs[a] == outputs[b]:
+                raise TemplateNotApplicable
         return instance
+
+    def _shape(self, template: QuestionTemplate) -> "_TemplateShape":
+        """The :class:`_TemplateShape` of ``template`` (made once per template object)."""
+        entry = self._shapes.get(id(template))
+        if entry is None or entry[0] is not template:
+            if len(self._shapes) >= 4096:
+                self._shapes.clear()
+            entry = self._shapes[id(template)] = (template, _TemplateShape(template))
+        return entry[1]
 
     @staticmethod
     def _distance(nodes: Sequence[TemplateNode], consumer: Mapping[int, int], node: int, target: int) -> int:

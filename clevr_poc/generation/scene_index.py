@@ -1,0 +1,85 @@
+"""Look-up tables of one complete scene for question instantiation (:class:`SceneIndex`), built once per
+scene instead of once per instantiation attempt (issue 27: :meth:`QuestionGenerator.generate
+<clevr_poc.generation.question_generator.QuestionGenerator.generate>` instantiates templates on the
+same scene several times per call).
+
+Every table is a plain restatement of the scene's own fields (same values, same order), so code that
+reads them decides exactly as code that reads the scene.
+"""
+
+from __future__ import annotations
+
+from clevr_poc import domain
+from clevr_poc.scene import Scene
+
+#: One bit per description attribute (:meth:`SceneIndex.differences`).
+ATTRIBUTE_BIT: dict[str, int] = {a: 1 << k for k, a in enumerate(domain.ATTRIBUTES)}
+
+
+class SceneIndex:
+    """Tables of ``scene`` (N objects), each made when first asked for:
+
+    Attributes:
+        scene: the scene they describe.
+        everything: ``frozenset(range(N))``.
+        values: attribute -> the N objects' values (``values["color"][p]`` is ``scene.objects[p].color``).
+    """
+
+    __slots__ = ("scene", "everything", "values", "_holders", "_related", "_differences")
+
+    def __init__(self, scene: Scene) -> None:
+        objects = scene.objects
+        self.scene = scene
+        self.everything = frozenset(range(len(objects)))
+        self.values = {a: [getattr(o, a) for o in objects] for a in domain.ATTRIBUTES}
+        self._holders: dict[int, dict[str, list[int]]] = {}
+        self._related: dict[tuple[str, int], frozenset[int]] = {}
+        self._differences: dict[int, list[int]] = {}
+
+    def holders(self, obj: int) -> dict[str, list[int]]:
+        """rel -> every p, ascending, with ``obj in scene.relationships[rel][p]`` ("obj is rel of p"), for
+        each relation of :data:`clevr_poc.domain.RELATIONS`."""
+        table = self._holders.get(obj)
+        if table is None:
+            relationships = self.scene.relationships
+            table = self._holders[obj] = {
+                r: [p for p, row in enumerate(relationships[r]) if obj in row] for r in domain.RELATIONS}
+        return table
+
+    def related(self, rel: str, p: int) -> frozenset[int]:
+        """``frozenset(scene.relationships[rel][p])``."""
+        key = (rel, p)
+        value = self._related.get(key)
+        if value is None:
+            value = self._related[key] = frozenset(self.scene.relationships[rel][p])
+        return value
+
+    def differences(self, obj: int) -> list[int]:
+        """Per object p, the :data:`ATTRIBUTE_BIT` bits of the attributes whose value differs between p
+        and ``obj`` (a description ``D`` of ``obj`` matches p when ``differences(obj)[p] & bits(D) == 0``)."""
+        row = self._differences.get(obj)
+        if row is None:
+            row = [0] * len(self.everything)
+            for attribute, bit in ATTRIBUTE_BIT.items():
+                column = self.values[attribute]
+                mine = column[obj]
+                for p, value in enumerate(column):
+                    if value != mine:
+                        row[p] |= bit
+            self._differences[obj] = row
+        return row
+
+
+_LAST: tuple[Scene, SceneIndex] | None = None
+
+
+def scene_index(scene: Scene) -> SceneIndex:
+    """The :class:`SceneIndex` of ``scene``; the last one made is kept and reused while the same scene
+    object (a frozen value) comes again."""
+    global _LAST
+    last = _LAST
+    if last is not None and last[0] is scene:
+        return last[1]
+    index = SceneIndex(scene)
+    _LAST = (scene, index)
+    return index
