@@ -130,7 +130,9 @@ class Answer:
         reason: human-readable reason for an empty answer (None otherwise).
         explanation: filled by :meth:`Reasoner.explain`.
         query: the ASP query that was run.
-        scene_facts: the ASP scene facts that were used (perceived or given).
+        scene_facts: the ASP scene facts that were used (perceived or given). The Reasoner hands over
+            the scene (:func:`deferred_scene_facts`) and the text is printed when first read (issue 27:
+            question generation never reads it); the value is the same.
     """
 
     values: frozenset[str]
@@ -154,3 +156,46 @@ class Answer:
         if self.query is not None:
             data["query"] = self.query
         return data
+
+
+class _DeferredSceneFacts:
+    """The text of ``scene.to_asp_facts()``, printed when first needed (a pickled or copied one is the
+    text itself)."""
+
+    __slots__ = ("scene",)
+
+    def __init__(self, scene: Any) -> None:
+        self.scene = scene
+
+    def text(self) -> str:
+        return self.scene.to_asp_facts()
+
+    def __reduce__(self):
+        return str, (self.text(),)
+
+
+def deferred_scene_facts(scene: Any) -> Any:
+    """What to pass as :attr:`Answer.scene_facts` to have ``scene.to_asp_facts()`` (``scene``: a
+    :class:`~clevr_poc.scene.Scene`, not changed afterwards) printed only when the field is read."""
+    return _DeferredSceneFacts(scene)
+
+
+class _SceneFactsField:
+    """:attr:`Answer.scene_facts` as the dataclass stores it (in the instance's ``__dict__``), with a
+    :func:`deferred_scene_facts` value replaced by its text on the first read."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> str | None:
+        if obj is None:
+            return None  # the field's default
+        value = obj.__dict__.get("scene_facts")
+        if type(value) is _DeferredSceneFacts:
+            value = obj.__dict__["scene_facts"] = value.text()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:  # the dataclass __init__ (object.__setattr__)
+        obj.__dict__["scene_facts"] = value
+
+
+# after the dataclass is made (its __init__, __eq__, __hash__ and dataclasses.replace read and write the
+# field by attribute, hence through this descriptor; the default stays None)
+Answer.scene_facts = _SceneFactsField()  # type: ignore[assignment]

@@ -8,7 +8,7 @@ from clevr_poc import FormatError, Reasoner, UnsatisfiableError
 from clevr_poc.environments import Constraint, Environment
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
-from conftest import APPENDIX_A_QUERY
+from conftest import APPENDIX_A_QUERY, appendix_a_complete_scene, appendix_a_environment
 
 
 @pytest.mark.parametrize("mode", ["compiled", "direct"])
@@ -95,3 +95,26 @@ def test_unsatisfiable_environment_gives_empty_answer(partial_scene):
 def test_query_heads_query_and_unknown_are_renamed(environment, partial_scene):
     q = APPENDIX_A_QUERY.replace("missing(Q)", "unknown(Q)")
     assert Reasoner().answer(environment, partial_scene, q).values == frozenset({"small", "medium"})
+
+
+def test_answer_scene_facts_are_the_scene_facts_printed_when_read():
+    """Issue 27: the Reasoner's Answer prints its scene facts only when they are read; the value, equality,
+    pickling and dataclasses.replace are those of the text."""
+    import dataclasses
+    import pickle
+
+    from clevr_poc.answer import Answer
+
+    environment, partial = appendix_a_environment(), appendix_a_complete_scene().without_object(4)
+    reasoner = Reasoner()
+    query = "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,shape,cube)."
+    answer = reasoner.answer(environment, partial, query)
+    unread = reasoner.answer(environment, partial, query)
+    assert type(pickle.loads(pickle.dumps(unread)).__dict__["scene_facts"]) is str
+    assert unread == answer  # eq reads the field
+    assert answer.scene_facts == partial.to_asp_facts() == Reasoner.scene_facts(environment, partial)
+    assert answer.scene_facts.startswith("hasProperty(0,")
+    assert type(answer.__dict__["scene_facts"]) is str  # printed once, kept
+    assert dataclasses.replace(answer, reason="x").scene_facts == answer.scene_facts
+    assert Answer(frozenset({"red"})).scene_facts is None and Answer(frozenset(), scene_facts="a.").scene_facts == "a."
+    assert Answer.scene_facts is None

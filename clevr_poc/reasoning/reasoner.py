@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Iterable
 
-from clevr_poc.answer import Answer
+from clevr_poc.answer import Answer, deferred_scene_facts
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError, SolverTimeoutError, UnsatisfiableError
 from clevr_poc.question import Question
@@ -161,7 +161,8 @@ class Reasoner:
             SolverTimeoutError: solving took longer than ``time_limit``.
         """
         checked = self.sanitize(query)
-        facts = self.scene_facts(environment, scene)
+        self._check_scene_size(environment, scene)
+        facts = deferred_scene_facts(scene)  # Answer.scene_facts: printed when first read
         result = None
         if self.mode is ReasonerMode.COMPILED:
             result = self._solve_compiled(environment, scene, checked)
@@ -215,12 +216,17 @@ class Reasoner:
     @staticmethod
     def scene_facts(environment: Environment, scene: Scene) -> str:
         """ASP facts of ``scene`` after checking it fits the environment."""
+        Reasoner._check_scene_size(environment, scene)
+        return scene.to_asp_facts()
+
+    @staticmethod
+    def _check_scene_size(environment: Environment, scene: Scene) -> None:
+        """Raises FormatError when ``scene`` has more objects than ``environment`` declares."""
         if len(scene) > environment.num_objects:
             raise FormatError(
                 f"the scene has {len(scene)} objects but the environment declares only "
                 f"{environment.num_objects} (object(0..{environment.num_objects - 1}))",
                 field="objects", value=len(scene))
-        return scene.to_asp_facts()
 
     @staticmethod
     def program(environment: Environment, scene: Scene, query: SanitizedQuery) -> Program:
