@@ -211,16 +211,17 @@ class EnvironmentSolver:
         outside the domains, an object id outside 0..N-1, a relation of an object with itself: the
         Reasoner then solves the question with the direct encoding, which reports it)."""
         lits = list(self.base)
+        append = lits.append
         index = self.index
         try:
             properties, regions = self.properties, self.regions
             for i, obj in enumerate(scene.objects):
                 props = properties[i]
-                lits.append(props["color"][obj.color])
-                lits.append(props["shape"][obj.shape])
-                lits.append(props["size"][obj.size])
-                lits.append(props["material"][obj.material])
-                lits.append(regions[i][obj.region])
+                append(props["color"][obj.color])
+                append(props["shape"][obj.shape])
+                append(props["size"][obj.size])
+                append(props["material"][obj.material])
+                append(regions[i][obj.region])
             relations = self.relations
             for rel, rows in scene.relationships.items():
                 table = relations[rel]
@@ -231,7 +232,7 @@ class EnvironmentSolver:
                             return None
                         lit = cells[j]
                         if lit > 0:
-                            lits.append(lit)
+                            append(lit)
                         elif lit < 0:
                             pos = -1 - lit
                             lits[pos] = abs(lits[pos])

@@ -55,15 +55,25 @@ class _Watchdog:
     def limit(self, control: clingo.Control, seconds: float) -> Iterator[list[bool]]:
         """Interrupt ``control`` if the block runs longer than ``seconds`` (checked every
         :data:`POLL_SECONDS`); yields ``[fired]``."""
+        key, fired = self.arm(control, seconds)
+        try:
+            yield fired
+        finally:
+            self._armed.pop(key, None)
+
+    def arm(self, control: clingo.Control, seconds: float) -> tuple[int, list[bool]]:
+        """:meth:`limit` without the context manager: ``(key, [fired])``; the caller must call
+        :meth:`disarm` with ``key`` (in a ``finally``)."""
         if self._thread is None or not self._thread.is_alive():
             self._ensure_thread()
         fired = [False]
         key = next(self._next)
         self._armed[key] = (control, time.monotonic() + seconds, fired)
-        try:
-            yield fired
-        finally:
-            self._armed.pop(key, None)
+        return key, fired
+
+    def disarm(self, key: int) -> None:
+        """End the watch :meth:`arm` started."""
+        self._armed.pop(key, None)
 
 
 WATCHDOG = _Watchdog()
@@ -83,8 +93,11 @@ def solve_brave(control: clingo.Control, assumptions, seconds: float) -> tuple[b
 
     if not isinstance(assumptions, (list, tuple)):
         assumptions = list(assumptions)
-    with WATCHDOG.limit(control, seconds) as fired:
+    key, fired = WATCHDOG.arm(control, seconds)  # WATCHDOG.limit without a generator per call
+    try:
         result = control.solve(assumptions=assumptions, on_model=on_model)
+    finally:
+        WATCHDOG.disarm(key)
     if fired[0] or result.interrupted:
         return False, [], True
     return bool(result.satisfiable), last, False
