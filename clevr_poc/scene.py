@@ -226,6 +226,22 @@ def _file_name(value: object, source: object, where: str) -> str | None:
     return value
 
 
+#: The relationships mappings made here in their final form (``rel -> tuple of tuples of ints``), by id,
+#: each with the mapping itself (so that its id stays its own): a scene made from another one
+#: (``dataclasses.replace``, :meth:`Scene.without_object`) keeps the mapping instead of converting every
+#: row again (issue 27). Scenes are frozen values: the mappings are never changed after this.
+_NORMALISED: dict[int, Mapping[str, tuple[tuple[int, ...], ...]]] = {}
+_NORMALISED_KEPT = 512
+
+
+def _normalised(relationships: dict[str, tuple[tuple[int, ...], ...]]) -> dict[str, tuple[tuple[int, ...], ...]]:
+    """Record ``relationships`` (already rel -> tuple of tuples of ints) as final; returns it."""
+    if len(_NORMALISED) >= _NORMALISED_KEPT:
+        _NORMALISED.clear()
+    _NORMALISED[id(relationships)] = relationships
+    return relationships
+
+
 @dataclass(frozen=True)
 class Scene:
     """A CLEVR-POC scene graph (complete or partial).
@@ -271,10 +287,11 @@ class Scene:
         if self.json_spelling is None:
             object.__setattr__(self, "json_spelling", _NO_SPELLING)
         object.__setattr__(self, "objects", tuple(self.objects))
-        object.__setattr__(
-            self, "relationships",
-            {rel: tuple([tuple(map(int, row)) for row in rows]) for rel, rows in self.relationships.items()},
-        )
+        relationships = self.relationships
+        if _NORMALISED.get(id(relationships)) is not relationships:
+            relationships = _normalised(
+                {rel: tuple([tuple(map(int, row)) for row in rows]) for rel, rows in relationships.items()})
+        object.__setattr__(self, "relationships", relationships)
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -302,11 +319,11 @@ class Scene:
             raise IndexError(f"object {index} not in a scene of {len(self.objects)} objects")
 
         objects = self.objects[:index] + self.objects[index + 1:]
-        relationships = {
+        relationships = _normalised({  # ints in tuples already: Scene need not convert them again
             rel: tuple([tuple([j - 1 if j > index else j for j in row if j != index])
                         for row in rows[:index] + rows[index + 1:]])
             for rel, rows in self.relationships.items()
-        }
+        })
         return replace(self, objects=objects, relationships=relationships, extra=dict(self.extra))
 
     # ------------------------------------------------------------------ JSON

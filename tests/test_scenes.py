@@ -215,3 +215,24 @@ def test_make_partial_and_choose_hidden():
         make_partial(complete, 3)
     picks = Counter(choose_hidden(complete, random.Random(s)) for s in range(600))
     assert set(picks) == {0, 1, 2} and min(picks.values()) > 150
+
+
+def test_scenes_made_from_scenes_keep_the_normalised_relationships():
+    """Issue 27: ``replace`` and ``without_object`` reuse a relationships mapping Scene made (no second
+    conversion); a mapping given from outside is still converted (lists, numpy-like ints)."""
+    import dataclasses
+
+    from clevr_poc.scene import compute_relationships
+
+    objects = (SceneObject("red", "cube", "large", "metal", 0), SceneObject("blue", "sphere", "small", "rubber", 1),
+               SceneObject("gray", "cylinder", "medium", "metal", 2))
+    raw = {"left": [[], [0], [True, 1]], "right": [[1, 2], [2], []]}
+    scene = Scene(objects, raw)
+    assert scene.relationships == {"left": ((), (0,), (1, 1)), "right": ((1, 2), (2,), ())}
+    assert type(scene.relationships["left"][2][0]) is int and scene.relationships is not raw
+    again = dataclasses.replace(scene, split="val")
+    assert again.relationships is scene.relationships and again == dataclasses.replace(scene, split="val")
+    partial = Scene(objects, compute_relationships([(0.0, 0.0), (1.0, 1.0), (2.0, -1.0)])).without_object(0)
+    assert partial.relationships == {"left": ((), (0,)), "right": ((1,), ()), "front": ((1,), ()),
+                                     "behind": ((), (0,))}
+    assert dataclasses.replace(partial).relationships is partial.relationships
