@@ -246,3 +246,18 @@ def test_a_sampler_from_a_state_leaves_its_allowed_types_to_the_process(monkeypa
     monkeypatch.setattr(scene_programs, "_allowed_types", lambda unary: pytest.fail("enumerated again"))
     allowed = scene_programs.allowed_types(environment.constraints)
     assert allowed.tolist() == expected and len(expected) == 102 and not allowed.flags.writeable
+
+
+def test_type_id_is_the_encoding_of_the_module_docstring():
+    """Issue 27: type_id reads TYPE_OF_TUPLE; the same ids as the stride sum, the same KeyError outside."""
+    import pytest
+
+    from clevr_poc.generation.object_types import FIELD_STRIDE, NUM_TYPES, TYPE_FIELDS, VALUE_INDEX, type_id, type_object
+    from clevr_poc.scene import SceneObject
+
+    for t in range(NUM_TYPES):
+        obj = type_object(t)
+        assert type_id(obj) == t == sum(VALUE_INDEX[f][getattr(obj, f)] * FIELD_STRIDE[f] for f in TYPE_FIELDS)
+    assert type_id(SceneObject("gray", "cube", "large", "rubber", 3)) == 19  # ((((0*4 + 0)*3 + 2)*2 + 0)*4 + 3)
+    with pytest.raises(KeyError, match="pink"):
+        type_id(SceneObject("pink", "cube", "large", "metal", 0))

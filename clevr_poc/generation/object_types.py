@@ -46,8 +46,12 @@ COUNTING_TEMPLATES = frozenset({"exactly_n", "at_least_pairs", "at_least_pairs_w
 
 
 def type_id(obj: SceneObject) -> int:
-    """The type id (0..767) of an object's (color, shape, size, material, region)."""
-    return sum(VALUE_INDEX[f][getattr(obj, f)] * FIELD_STRIDE[f] for f in TYPE_FIELDS)
+    """The type id (0..767) of an object's (color, shape, size, material, region) (one look-up in
+    :data:`TYPE_OF_TUPLE`; a value outside the domains raises the KeyError of :data:`VALUE_INDEX`)."""
+    try:
+        return TYPE_OF_TUPLE[(obj.color, obj.shape, obj.size, obj.material, obj.region)]
+    except (KeyError, TypeError):
+        return sum(VALUE_INDEX[f][getattr(obj, f)] * FIELD_STRIDE[f] for f in TYPE_FIELDS)
 
 
 def type_object(tid: int) -> SceneObject:
@@ -59,6 +63,8 @@ def type_object(tid: int) -> SceneObject:
 #: ``TYPE_TUPLES[t]``: (color, shape, size, material, region) of type id t (0..767).
 TYPE_TUPLES: tuple[tuple[str, str, str, str, int], ...] = tuple(
     (o.color, o.shape, o.size, o.material, o.region) for o in map(type_object, range(NUM_TYPES)))
+#: ``TYPE_OF_TUPLE[(color, shape, size, material, region)]``: the type id (the inverse of :data:`TYPE_TUPLES`).
+TYPE_OF_TUPLE: dict[tuple[str, str, str, str, int], int] = {t: k for k, t in enumerate(TYPE_TUPLES)}
 
 
 def scene_from_types(types) -> Scene:
