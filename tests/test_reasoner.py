@@ -118,3 +118,24 @@ def test_answer_scene_facts_are_the_scene_facts_printed_when_read():
     assert dataclasses.replace(answer, reason="x").scene_facts == answer.scene_facts
     assert Answer(frozenset({"red"})).scene_facts is None and Answer(frozenset(), scene_facts="a.").scene_facts == "a."
     assert Answer.scene_facts is None
+
+
+@pytest.mark.parametrize("on_last", [True, False])
+def test_solve_brave_reads_the_brave_consequences_with_and_without_on_last(monkeypatch, on_last):
+    """Issue 27: solve_brave reads only the last model where clingo has ``on_last``; the same answer
+    either way (several models before the last, an unsatisfiable call)."""
+    import clingo
+
+    from clevr_poc.solver import watchdog
+    from clevr_poc.solver.control import make_control
+
+    if on_last and not watchdog._ON_LAST:
+        pytest.skip("this clingo has no on_last")
+    monkeypatch.setattr(watchdog, "_ON_LAST", on_last)
+    control = make_control(["--models=0", "--enum-mode=brave"])
+    control.add("base", [], "{a; b; c}. :- a, b. d :- c. #external e. :- e. #show a/0. #show b/0. #show d/0.")
+    control.ground([("base", [])])
+    satisfiable, symbols, timed_out = watchdog.solve_brave(control, [], 10.0)
+    assert (satisfiable, sorted(map(str, symbols)), timed_out) == (True, ["a", "b", "d"], False)
+    e = control.symbolic_atoms[clingo.Function("e")].literal
+    assert watchdog.solve_brave(control, [e], 10.0) == (False, [], False)

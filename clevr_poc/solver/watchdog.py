@@ -7,6 +7,7 @@ compiled question). One daemon thread instead watches the current deadline and c
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import threading
 import time
@@ -77,6 +78,8 @@ class _Watchdog:
 
 
 WATCHDOG = _Watchdog()
+#: Whether ``clingo.Control.solve`` takes ``on_last`` (the last model, after the search).
+_ON_LAST = "on_last" in inspect.signature(clingo.Control.solve).parameters
 
 
 def solve_brave(control: clingo.Control, assumptions, seconds: float) -> tuple[bool, list[clingo.Symbol], bool]:
@@ -84,7 +87,10 @@ def solve_brave(control: clingo.Control, assumptions, seconds: float) -> tuple[b
     symbols, timed_out)``. The last model of a brave enumeration holds the brave consequences.
 
     ``assumptions``: program literals (a list or tuple is passed on as is). A blocking solve with an
-    ``on_model`` callback: about 0.1 ms less per call than iterating a ``yield_`` handle.
+    ``on_model`` callback: about 0.1 ms less per call than iterating a ``yield_`` handle. Where clingo
+    has ``on_last`` (the Python API of clingo 5.8), only the last model's symbols are read, once, instead
+    of every model's (issue 27: a generated question's solve finds 3 models on average; 24 us less per
+    solve, the same consequences).
     """
     last: list[clingo.Symbol] = []
 
@@ -95,7 +101,10 @@ def solve_brave(control: clingo.Control, assumptions, seconds: float) -> tuple[b
         assumptions = list(assumptions)
     key, fired = WATCHDOG.arm(control, seconds)  # WATCHDOG.limit without a generator per call
     try:
-        result = control.solve(assumptions=assumptions, on_model=on_model)
+        if _ON_LAST:
+            result = control.solve(assumptions=assumptions, on_last=on_model)
+        else:
+            result = control.solve(assumptions=assumptions, on_model=on_model)
     finally:
         WATCHDOG.disarm(key)
     if fired[0] or result.interrupted:
