@@ -99,3 +99,16 @@ def test_a_query_pickles_without_its_process_bound_hash():
     copy = pickle.loads(pickle.dumps(checked))
     assert "_hash" not in copy.__dict__ and copy == checked and copy.text == checked.text
     assert copy.attribute == "size" and hash(copy) == hash(checked)
+
+
+def test_object_terms_are_the_terms_in_object_positions():
+    from clevr_poc.queries.query import Atom, Constant, Inequality, Number, Variable
+
+    x, y, q = Variable("X"), Variable("Y"), Variable("Q")
+    assert Atom("hasProperty", (x, Constant("color"), q)).object_terms == (x,)
+    assert Atom("left", (y, x)).object_terms == (y, x)
+    assert Atom("sameProperty", (x, y, Constant("size"))).object_terms == (x, y)
+    assert Atom("at", (Number(3), Number(1))).object_terms == (Number(3),)
+    assert Atom("left", (y,)).object_terms == (y,) and Atom("object", ()).object_terms == ()
+    assert Atom("unknown", (x, y)).object_terms == ()
+    assert Inequality(x, Number(2)).object_terms == (x, Number(2))

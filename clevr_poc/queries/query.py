@@ -48,6 +48,10 @@ OBJECT_POSITIONS: dict[str, tuple[int, ...]] = {
     "sameProperty": (0, 1), "!=": (0, 1),
 }
 
+#: Predicates whose object positions are the first k (all of them): k.
+_OBJECT_PREFIX: dict[str, int] = {p: len(positions) for p, positions in OBJECT_POSITIONS.items()
+                                  if positions == tuple(range(len(positions)))}
+
 #: Size limits of a query (body literals, distinct variables, largest number); they bound the grounding.
 MAX_BODY_LITERALS = 40
 MAX_VARIABLES = 20
@@ -149,6 +153,9 @@ class Atom:
     @property
     def object_terms(self) -> tuple[Term, ...]:
         """The terms in object positions (:data:`OBJECT_POSITIONS`)."""
+        prefix = _OBJECT_PREFIX.get(self.predicate)
+        if prefix is not None and type(self.terms) is tuple:  # positions 0..k-1: a slice (issue 27)
+            return self.terms[:prefix]
         return tuple(self.terms[i] for i in OBJECT_POSITIONS.get(self.predicate, ()) if i < len(self.terms))
 
     def variables(self) -> tuple[Variable, ...]:
@@ -219,9 +226,10 @@ def analyse(head: Variable, body: tuple[Literal, ...], max_object_variables: int
     for literal in body:
         args = literal.terms
         names = {a for a in args if isinstance(a, Variable)}
-        variables |= names
+        object_terms = literal.object_terms
         if names:
-            for a in literal.object_terms:
+            variables |= names
+            for a in object_terms:
                 if a in names:
                     object_variables.add(a)
         if isinstance(literal, Inequality):
@@ -259,8 +267,8 @@ def analyse(head: Variable, body: tuple[Literal, ...], max_object_variables: int
         elif name == "sameProperty":
             if not isinstance(args[2], Variable) and args[2] not in domain.ATTRIBUTES:
                 return f"{str(args[2])!r} is not an attribute"
-        for arg in literal.object_terms:
-            if not is_object_term(arg):
+        for arg in object_terms:
+            if not isinstance(arg, (Variable, Number)):  # is_object_term
                 return f"{str(arg)!r} is not an object (variable or object id)"
     if len(variables) > MAX_VARIABLES:
         return f"more than {MAX_VARIABLES} variables ({len(variables)})"
