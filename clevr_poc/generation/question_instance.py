@@ -89,6 +89,13 @@ def intended_query(instance: Instance, hidden_index: int) -> str:
                  if not isinstance(lit, Inequality)]
     return SanitizedQuery(_ANSWER, tuple(literals)).text
 
+#: (relation, the reference's region) -> the regions an object that is ``relation`` of the reference can
+#: be in (:data:`clevr_poc.domain.REGION_ADJACENCY`, an immutable table).
+_REACHABLE: dict[tuple[str, int], frozenset[int]] = {
+    (relation, a): frozenset(r for r in domain.REGIONS if (a, r) in pairs)
+    for relation, pairs in domain.REGION_ADJACENCY.items() for a in domain.REGIONS}
+
+
 def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: Scene) -> frozenset[str]:
     """The intended answer computed from the hidden object's candidates (see :func:`hidden_candidates`):
     values of the queried attribute over candidates that match the query object's description and its
@@ -118,8 +125,10 @@ def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: 
 
     def restrict(relation: str, ref: int) -> None:
         ref_region = scene.objects[ref].region
-        regions.intersection_update(r for r in domain.REGIONS
-                                    if (ref_region, r) in domain.REGION_ADJACENCY[relation])
+        reachable = _REACHABLE.get((relation, ref_region))
+        if reachable is None:  # not a relation and region of the domain: as the table is made
+            reachable = [r for r in domain.REGIONS if (ref_region, r) in domain.REGION_ADJACENCY[relation]]
+        regions.intersection_update(reachable)
 
     if node.type == "relate_filter_unique":
         restrict(instance.values[node.side_inputs[0]], instance.objects[node.inputs[0]])
