@@ -236,3 +236,14 @@ def test_scenes_made_from_scenes_keep_the_normalised_relationships():
     assert partial.relationships == {"left": ((), (0,)), "right": ((1,), ()), "front": ((1,), ()),
                                      "behind": ((), (0,))}
     assert dataclasses.replace(partial).relationships is partial.relationships
+
+
+def test_compute_relationships_values_and_ties():
+    from clevr_poc.scene import compute_relationships
+
+    rel = compute_relationships([(0.0, 0.0), (1.0, 0.0), (0.0, -2.0), (float("nan"), 5.0)])
+    assert list(rel) == ["left", "right", "front", "behind"]
+    assert rel["left"] == ((), (0, 2), (), ())          # ties (equal x) and NaN are in neither list
+    assert rel["right"] == ((1,), (), (1,), ())
+    assert rel["front"] == ((2,), (2,), (), (0, 1, 2))
+    assert rel["behind"] == ((3,), (3,), (0, 1, 3), ())
