@@ -247,3 +247,22 @@ def test_compute_relationships_values_and_ties():
     assert rel["right"] == ((1,), (), (1,), ())
     assert rel["front"] == ((2,), (2,), (), (0, 1, 2))
     assert rel["behind"] == ((3,), (3,), (0, 1, 3), ())
+
+
+def test_without_object_is_replace_with_the_renumbered_parts():
+    import dataclasses
+
+    from clevr_poc.scene import compute_relationships
+    from clevr_poc.scene_metadata import GenerationCounts
+
+    objects = tuple(SceneObject(c, "cube", "large", "metal", r, coords_3d=(x, y, 0.7))
+                    for c, r, x, y in [("red", 0, 0.0, 0.0), ("blue", 1, 1.0, 2.0), ("gray", 2, -1.0, 1.0)])
+    scene = Scene(objects, compute_relationships([(0.0, 0.0), (1.0, 2.0), (-1.0, 1.0)]), "val", 3,
+                  "CLEVR_val_000003.png", {"note": 1}, environment_id=7,
+                  generation=GenerationCounts(**{k: 1 for k in GenerationCounts.__dataclass_fields__}))
+    partial = scene.without_object(1)
+    expected = dataclasses.replace(scene, objects=(objects[0], objects[2]),
+                                   relationships={"left": ((1,), ()), "right": ((), (0,)), "front": ((), (0,)),
+                                                  "behind": ((1,), ())}, extra={"note": 1})
+    assert partial == expected and partial.__dict__ == expected.__dict__
+    assert partial.extra is not scene.extra and partial.to_json() == expected.to_json()
