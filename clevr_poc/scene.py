@@ -227,10 +227,11 @@ def _file_name(value: object, source: object, where: str) -> str | None:
 
 
 #: The relationships mappings made here in their final form (``rel -> tuple of tuples of ints``), by id,
-#: each with the mapping itself (so that its id stays its own): a scene made from another one
-#: (``dataclasses.replace``, :meth:`Scene.without_object`) keeps the mapping instead of converting every
-#: row again (issue 27). Scenes are frozen values: the mappings are never changed after this.
-_NORMALISED: dict[int, Mapping[str, tuple[tuple[int, ...], ...]]] = {}
+#: each with the mapping itself (so that its id stays its own) and its items when made: a scene made from
+#: such a mapping (``dataclasses.replace``, :meth:`Scene.without_object`, :func:`compute_relationships`)
+#: keeps it instead of converting every row again (issue 27), as long as it still holds exactly those
+#: rows (tuples: a mapping changed since is converted as any other).
+_NORMALISED: dict[int, tuple[Mapping[str, tuple[tuple[int, ...], ...]], tuple[tuple[str, Any], ...]]] = {}
 _NORMALISED_KEPT = 512
 
 
@@ -238,8 +239,16 @@ def _normalised(relationships: dict[str, tuple[tuple[int, ...], ...]]) -> dict[s
     """Record ``relationships`` (already rel -> tuple of tuples of ints) as final; returns it."""
     if len(_NORMALISED) >= _NORMALISED_KEPT:
         _NORMALISED.clear()
-    _NORMALISED[id(relationships)] = relationships
+    _NORMALISED[id(relationships)] = (relationships, tuple(relationships.items()))
     return relationships
+
+
+def _is_normalised(relationships: Mapping[str, Any]) -> bool:
+    """Whether ``relationships`` is a mapping :func:`_normalised` recorded, holding the same rows."""
+    entry = _NORMALISED.get(id(relationships))
+    if entry is None or entry[0] is not relationships or len(relationships) != len(entry[1]):
+        return False
+    return all(relationships.get(rel) is rows for rel, rows in entry[1])
 
 
 @dataclass(frozen=True)
@@ -288,7 +297,7 @@ class Scene:
             object.__setattr__(self, "json_spelling", _NO_SPELLING)
         object.__setattr__(self, "objects", tuple(self.objects))
         relationships = self.relationships
-        if _NORMALISED.get(id(relationships)) is not relationships:
+        if not _is_normalised(relationships):
             relationships = _normalised(
                 {rel: tuple([tuple(map(int, row)) for row in rows]) for rel, rows in relationships.items()})
         object.__setattr__(self, "relationships", relationships)
@@ -450,6 +459,10 @@ def compute_relationships(points: "Iterable[tuple[float, float]]") -> dict[str, 
 
     Args:
         points: (x, y) world coordinates per object, in world units.
+
+    Returns:
+        ``rel -> tuple of per-object tuples``, in the form a :class:`Scene` stores (a Scene made from it
+        keeps it as it is, unless it was changed since).
     """
     # list comprehensions over (index, coordinate) pairs: half the time of generator expressions (issue 27:
     # every layout computes them); ``j != i`` needs no test, as ``x < x`` is false (NaN included)
@@ -461,4 +474,4 @@ def compute_relationships(points: "Iterable[tuple[float, float]]") -> dict[str, 
            "right": tuple([tuple([j for j, xj in ex if xj > x]) for x in xs]),
            "front": tuple([tuple([j for j, yj in ey if yj < y]) for y in ys]),
            "behind": tuple([tuple([j for j, yj in ey if yj > y]) for y in ys])}
-    return {r: rel[r] for r in domain.RELATIONS}
+    return _normalised({r: rel[r] for r in domain.RELATIONS})

@@ -266,3 +266,20 @@ def test_without_object_is_replace_with_the_renumbered_parts():
                                                   "behind": ((1,), ())}, extra={"note": 1})
     assert partial == expected and partial.__dict__ == expected.__dict__
     assert partial.extra is not scene.extra and partial.to_json() == expected.to_json()
+
+
+def test_a_recorded_relationships_mapping_changed_since_is_converted():
+    """Issue 27: compute_relationships' mapping is kept by the Scene made from it, unless it was changed."""
+    from clevr_poc.scene import compute_relationships
+
+    objects = (SceneObject("red", "cube", "large", "metal", 0), SceneObject("blue", "sphere", "small", "rubber", 1))
+    rel = compute_relationships([(0.0, 0.0), (1.0, 1.0)])
+    assert Scene(objects, rel).relationships is rel
+    rel["left"] = [[], [0.0]]  # changed by its caller: a list and a float
+    changed = Scene(objects, rel)
+    assert changed.relationships is not rel and changed.relationships["left"] == ((), (0,))
+    assert type(changed.relationships["left"][1][0]) is int
+    rel2 = compute_relationships([(0.0, 0.0), (1.0, 1.0)])
+    del rel2["front"]
+    assert Scene(objects, rel2).relationships is not rel2 and set(Scene(objects, rel2).relationships) == {
+        "left", "right", "behind"}
