@@ -143,14 +143,16 @@ def test_killed_process_resumes_to_the_same_bytes(reference, tmp_path):
     command = [sys.executable, "-m", "clevr_poc", "generate", "--out", str(out), "--environments", "2",
                "--scenes-per-environment", "3", "--seed", "7", "--no-progress", "--chunksize", "1",
                "--write-batch", "1"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    errors = tmp_path / "stderr.txt"
+    with errors.open("wb") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.monotonic() + 60
     questions = out / "incomplete" / "questions"
     while time.monotonic() < deadline and process.poll() is None:
         if questions.is_dir() and any(questions.rglob("*.json")):
             break
         time.sleep(0.01)
-    assert process.poll() is None, "the command finished before it could be killed"
+    assert process.poll() is None, f"the command finished before it could be killed: {errors.read_text()[-2000:]}"
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     assert 1 <= len(list(questions.rglob("*.json"))) < 6
