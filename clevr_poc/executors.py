@@ -129,7 +129,7 @@ def map_ordered(
     window = max_in_flight or 4 * config.workers
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
-    bar = progress_bar(total, enabled=bool(progress), description=progress if isinstance(progress, str) else None,
+    bar = progress_bar(total, enabled=bool(progress) and total != 0, description=progress if isinstance(progress, str) else None,
                        smoothing=0.05)
     try:
         if config.executor == "local" and config.workers == 1:
