@@ -156,6 +156,18 @@ def test_random_models_are_diverse_complete_scenes_and_deterministic():
     assert [tuple(m) for m in random_models(env, 6, seed=4)] == [tuple(m) for m in models]
 
 
+def test_random_models_stop_on_a_slow_search_instead_of_returning_fewer(monkeypatch):
+    """A search past the time limit raises (before, fewer models came back: on a busy machine another
+    Gibbs pool, hence other scenes, for the same seed)."""
+    import clingo.solving
+
+    from clevr_poc.errors import SolverTimeoutError
+
+    monkeypatch.setattr(clingo.solving.SolveHandle, "wait", lambda self, timeout=None: False)
+    with pytest.raises(SolverTimeoutError, match="within 30 s"):
+        random_models(counting_environment(), 3, seed=4)
+
+
 def test_mcmc_fallback_when_rejection_budget_runs_out():
     sampler = SceneSampler(counting_environment(), method="rejection", max_proposals=1, pool_size=32, pool_chains=8)
     rng = random.Random(0)

@@ -9,6 +9,7 @@ from typing import Iterator
 import clingo
 import numpy as np
 
+from clevr_poc.errors import SolverTimeoutError
 from clevr_poc.environments.environment import Environment
 from clevr_poc.generation.object_types import (
     FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE, NUM_TYPES, TYPE_FIELDS, UNARY_TEMPLATES, VALUE_INDEX,
@@ -154,11 +155,17 @@ def _model_types(model: clingo.Model, num_objects: int) -> np.ndarray:
     return types
 
 
-def random_models(environment: Environment, count: int, *, seed: int = 0, time_limit: float = 1.0) -> list[np.ndarray]:
+def random_models(environment: Environment, count: int, *, seed: int = 0, time_limit: float = 30.0) -> list[np.ndarray]:
     """Up to ``count`` complete scenes (type-id arrays) found by clingo with random decisions
     (``--rand-freq=1 --sign-def=rnd``, solver seed k+1 for the k-th): diverse, not uniform. One
-    control, a fixed sequence of solves, so the result is deterministic unless a search takes longer
-    than ``time_limit`` seconds (then fewer models are returned)."""
+    control, a fixed sequence of solves, so the result is deterministic (fewer than ``count`` only when
+    the environment has no complete scene).
+
+    Raises:
+        SolverTimeoutError: one search took longer than ``time_limit`` seconds (a few milliseconds is
+            usual). It used to return fewer models then, so a busy machine could silently give another
+            Gibbs pool, hence other scenes, for the same seed; now it stops instead.
+    """
     program = SceneProgram(environment, ("--rand-freq=1", "--sign-def=rnd", "--models=1"))
     found: list[np.ndarray] = []
     for k in range(count):
@@ -172,7 +179,8 @@ def random_models(environment: Environment, count: int, *, seed: int = 0, time_l
         with program.control.solve(on_model=on_model, async_=True) as handle:
             if not handle.wait(time_limit):
                 handle.cancel()
-                break
+                raise SolverTimeoutError(f"clingo did not find a random complete scene of environment "
+                                         f"{environment.id} within {time_limit:g} s (Gibbs pool starts)")
         if not models:
             break
         found.append(models[0])
