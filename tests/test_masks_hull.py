@@ -9,20 +9,27 @@ from clevr_poc.rendering import masks
 from masks_reference import hull_mask_reference
 
 
+def _point_cloud(rng: np.random.Generator, kind: str) -> np.ndarray:
+    """3-299 random 2-D points: gaussian, on a circle, on a 4x4 grid (many duplicates and collinear points)
+    or on a line (collinear: Qhull refuses them)."""
+    n = int(rng.integers(3, 300))
+    if kind == "gaussian":
+        return rng.normal(size=(n, 2)) * 40 + 100
+    if kind == "circle":
+        theta = rng.uniform(0, 2 * np.pi, n)
+        return np.c_[np.cos(theta), np.sin(theta)] * 25 + 50
+    if kind == "grid":
+        return rng.integers(0, 4, size=(n, 2)).astype(float)
+    return np.c_[np.arange(n), 2.0 * np.arange(n)].astype(float)
+
+
 @pytest.mark.parametrize("kind", ["gaussian", "circle", "grid"])
 def test_qhull_and_monotone_chain_agree(kind):
     if masks._qhull is None:
         pytest.skip("scipy not installed: only the monotone chain is used")
     rng = np.random.default_rng(5)
     for _ in range(300):
-        n = int(rng.integers(3, 300))
-        if kind == "gaussian":
-            points = rng.normal(size=(n, 2)) * 40 + 100
-        elif kind == "circle":
-            theta = rng.uniform(0, 2 * np.pi, n)
-            points = np.c_[np.cos(theta), np.sin(theta)] * 25 + 50
-        else:  # many duplicates and collinear points
-            points = rng.integers(0, 4, size=(n, 2)).astype(float)
+        points = _point_cloud(rng, kind)
         expected = masks._monotone_chain(np.unique(np.round(points, 9), axis=0))
         assert np.array_equal(masks._convex_hull(points), expected)
 
@@ -34,17 +41,7 @@ def test_lean_qhull_call_gives_convex_hull_vertices(kind):
         pytest.skip("scipy not installed: only the monotone chain is used")
     rng = np.random.default_rng(7)
     for _ in range(200):
-        n = int(rng.integers(3, 300))
-        if kind == "gaussian":
-            points = rng.normal(size=(n, 2)) * 40 + 100
-        elif kind == "circle":
-            theta = rng.uniform(0, 2 * np.pi, n)
-            points = np.c_[np.cos(theta), np.sin(theta)] * 25 + 50
-        elif kind == "grid":
-            points = rng.integers(0, 4, size=(n, 2)).astype(float)
-        else:  # collinear: Qhull refuses both ways
-            points = np.c_[np.arange(n), 2.0 * np.arange(n)].astype(float)
-        points = masks._unique_rows(np.round(points, 9))
+        points = masks._unique_rows(np.round(_point_cloud(rng, kind), 9))
         try:
             expected = masks._qhull(points).vertices
         except Exception as error:

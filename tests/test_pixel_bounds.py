@@ -19,6 +19,7 @@ from clevr_poc.generation.bound_solids import scene_bound_points
 from clevr_poc.rendering.render import scene_camera, scene_meshes
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.seeds import ENVIRONMENT, derive_seed
+from random_layouts import random_layouts
 
 
 def _counts(meshes, camera) -> list[int]:
@@ -28,35 +29,26 @@ def _counts(meshes, camera) -> list[int]:
 
 def test_bounds_bracket_the_ray_cast_counts_on_random_layouts():
     checked = tight = 0
-    for env in range(3):
-        sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 7, env), env_id=env))
-        rng = random.Random(env)
-        done = 0
-        while done < 12:
-            try:
-                scene = place_objects(sampler.sample(rng), rng).scene
-            except PlacementError:
-                continue
-            done += 1
-            camera = scene_camera(rng.getrandbits(32))
-            meshes = scene_meshes(scene)
-            exact = _counts(meshes, camera)
-            footprints = [footprint_pixels(mesh, camera) for mesh in meshes]
-            # from the meshes' vertices, and from the few inner and outer points of each solid
-            for found in (silhouettes(meshes, camera, range(len(meshes))),
-                          vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
-                lower = lower_bounds(found, camera, len(meshes), range(len(meshes)))
-                upper = upper_bounds(found, camera, range(len(meshes)))
-                boxed = lower_bounds(found, camera, len(meshes), range(len(meshes)), enough=40)
-                for k in range(len(meshes)):
-                    # the box shortcut: still a bound, the same side of the threshold, the rows' bound or >= 40
-                    assert boxed[k] <= lower[k] and (boxed[k] >= 40) == (lower[k] >= 40)
-                    assert boxed[k] == lower[k] or boxed[k] >= 40
-                    shown_max, footprint_min, footprint_max = upper[k]
-                    assert lower[k] <= exact[k] <= shown_max
-                    assert footprint_min <= footprints[k] <= footprint_max
-                    checked += 1
-                    tight += shown_max <= 1.1 * exact[k] + 10 and lower[k] >= 0.9 * exact[k] - 10
+    for scene, rng in random_layouts(7, 0, 12):
+        camera = scene_camera(rng.getrandbits(32))
+        meshes = scene_meshes(scene)
+        exact = _counts(meshes, camera)
+        footprints = [footprint_pixels(mesh, camera) for mesh in meshes]
+        # from the meshes' vertices, and from the few inner and outer points of each solid
+        for found in (silhouettes(meshes, camera, range(len(meshes))),
+                      vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
+            lower = lower_bounds(found, camera, len(meshes), range(len(meshes)))
+            upper = upper_bounds(found, camera, range(len(meshes)))
+            boxed = lower_bounds(found, camera, len(meshes), range(len(meshes)), enough=40)
+            for k in range(len(meshes)):
+                # the box shortcut: still a bound, the same side of the threshold, the rows' bound or >= 40
+                assert boxed[k] <= lower[k] and (boxed[k] >= 40) == (lower[k] >= 40)
+                assert boxed[k] == lower[k] or boxed[k] >= 40
+                shown_max, footprint_min, footprint_max = upper[k]
+                assert lower[k] <= exact[k] <= shown_max
+                assert footprint_min <= footprints[k] <= footprint_max
+                checked += 1
+                tight += shown_max <= 1.1 * exact[k] + 10 and lower[k] >= 0.9 * exact[k] - 10
     assert checked > 300 and tight > 0.8 * checked  # brackets, and mostly close ones
 
 
@@ -66,26 +58,17 @@ def test_lower_bounds_equal_the_object_by_object_reference():
     from pixel_bounds_reference import lower_bounds_reference
 
     compared = 0
-    for env in range(3):
-        sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 11, env), env_id=env))
-        rng = random.Random(100 + env)
-        done = 0
-        while done < 10:
-            try:
-                scene = place_objects(sampler.sample(rng), rng).scene
-            except PlacementError:
-                continue
-            done += 1
-            camera = scene_camera(rng.getrandbits(32))
-            meshes = scene_meshes(scene)
-            shown = range(len(meshes))
-            for found in (silhouettes(meshes, camera, shown),
-                          vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
-                for min_pixels in (None, 40):
-                    new = lower_bounds(found, camera, len(meshes), shown, min_pixels)
-                    old = lower_bounds_reference(found, camera, len(meshes), shown, min_pixels)
-                    assert new == old
-                    compared += 1
+    for scene, rng in random_layouts(11, 100, 10):
+        camera = scene_camera(rng.getrandbits(32))
+        meshes = scene_meshes(scene)
+        shown = range(len(meshes))
+        for found in (silhouettes(meshes, camera, shown),
+                      vertex_silhouettes(_points(scene)[0], camera, _points(scene)[1])):
+            for min_pixels in (None, 40):
+                new = lower_bounds(found, camera, len(meshes), shown, min_pixels)
+                old = lower_bounds_reference(found, camera, len(meshes), shown, min_pixels)
+                assert new == old
+                compared += 1
     assert compared == 3 * 10 * 2 * 2
 
 

@@ -24,6 +24,7 @@ from clevr_poc.rendering import check_visibility
 from clevr_poc.rendering.batch_render import image_seed, plan_tasks
 from clevr_poc.rendering.render import bpy_available
 from clevr_poc.scene import Scene, SceneObject
+from random_layouts import random_layouts
 
 TINY = dict(environments=1, scenes_per_environment=3, seed=5, splits={"train": 2, "test": 1})
 
@@ -130,35 +131,19 @@ def test_decision_only_check_equals_the_ray_cast_check_on_many_layouts():
     150 random layouts of three environments from random render cameras, at the default threshold and at
     120 px: the same ok, image and offending objects with their reasons, and the same pixel count wherever
     the fast check gives one."""
-    import random
-
-    from clevr_poc.environments.sampler import sample_environment
-    from clevr_poc.generation.layout import PlacementError, place_objects
-    from clevr_poc.generation.scene_sampler import SceneSampler
-    from clevr_poc.seeds import ENVIRONMENT, derive_seed
-
     checks = (VisibilityCheck("both"), VisibilityCheck("both", 120))
     compared = rejected = counted = 0
-    for env in range(3):
-        sampler = SceneSampler(sample_environment(derive_seed(ENVIRONMENT, 27, env), env_id=env))
-        rng = random.Random(270 + env)
-        done = 0
-        while done < 50:
-            try:
-                scene = place_objects(sampler.sample(rng), rng).scene
-            except PlacementError:
-                continue
-            done += 1
-            seed, hidden = rng.getrandbits(32), rng.randrange(len(scene))
-            for check in checks:
-                fast = check.check(scene, hidden, seed, exact_pixels=False)
-                full = check.check(scene, hidden, seed)
-                assert (fast.ok, fast.image, _reasons(fast)) == (full.ok, full.image, _reasons(full))
-                for (_, p, _), (_, q, _) in zip(fast.offending, full.offending):
-                    assert p is None or p == q
-                    counted += p is not None
-                compared += 1
-                rejected += not full.ok
+    for scene, rng in random_layouts(27, 270, 50):
+        seed, hidden = rng.getrandbits(32), rng.randrange(len(scene))
+        for check in checks:
+            fast = check.check(scene, hidden, seed, exact_pixels=False)
+            full = check.check(scene, hidden, seed)
+            assert (fast.ok, fast.image, _reasons(fast)) == (full.ok, full.image, _reasons(full))
+            for (_, p, _), (_, q, _) in zip(fast.offending, full.offending):
+                assert p is None or p == q
+                counted += p is not None
+            compared += 1
+            rejected += not full.ok
     assert (compared, rejected, counted) == (300, 148, 33)  # rejections by bounds and by pixel counts
 
 def _reasons(outcome) -> list[tuple[int, str]]:

@@ -115,6 +115,13 @@ def vertex_silhouettes(vertices: list, camera, outer: list | None = None) -> dic
         values = np.maximum.reduceat(support_all, outer_starts, axis=1).T                   # (n, K)
     else:
         values = support_all[np.arange(SILHOUETTE_DIRECTIONS)[None, :], extremes]           # (n, K)
+    return _silhouettes(uv, extremes, values, nears, fars)
+
+
+def _silhouettes(uv: np.ndarray, extremes: np.ndarray, values: np.ndarray, nears: list, fars: list) -> dict:
+    """Object position -> ``(polygon (M, 2), support values (K,), near, far)`` from each object's extreme
+    points (``extremes`` (n, K), indices into ``uv`` (2, V)): consecutive directions with the same extreme
+    give one hull vertex; a point (one extreme in every direction) keeps it once."""
     keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)  # hull vertices, once each
     keep[~keep.any(axis=1), 0] = True                  # a point (every direction's extreme the same vertex)
     counts = keep.sum(axis=1).tolist()
@@ -168,16 +175,7 @@ def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_count
     for position, (start, size) in enumerate(zip(starts.tolist(), inner_counts)):
         support_all[:, start:start + size].argmax(axis=1, out=extremes[position])
     extremes += starts[:, None]
-    keep = extremes != np.concatenate((extremes[:, -1:], extremes[:, :-1]), axis=1)
-    keep[~keep.any(axis=1), 0] = True
-    counts = keep.sum(axis=1).tolist()
-    corners = uv[:, extremes[keep]].T
-    found = {}
-    offset = 0
-    for position, count in enumerate(counts):
-        found[position] = (corners[offset:offset + count], values[position], nears[position], fars[position])
-        offset += count
-    return found
+    return _silhouettes(uv, extremes, values, nears, fars)
 
 
 def silhouette_box(support) -> tuple[float, float, float, float]:

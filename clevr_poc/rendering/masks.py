@@ -334,9 +334,14 @@ def _drop_interior_many(pts: np.ndarray) -> np.ndarray:
 _PREFILTER_MARGIN = 1e-7
 
 
-def _footprint(mesh: Mesh, camera: Camera):
-    """Pixel box (i0, i1, j0, j1) of the mesh's projection and the boolean mask (j1-j0, i1-i0) of the
-    pixel centres inside its convex hull; None when it misses the image."""
+def projected_hull(mesh: Mesh, camera: Camera) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """The convex hull (M, 2) of the mesh's projected vertices (pixels) and its pixel box ``(i0, i1, j0, j1)``
+    clipped to the image (empty when ``i0 >= i1`` or ``j0 >= j1``): what :func:`_footprint` and
+    :func:`clevr_poc.rendering.ordered_map.hull_footprints` start from.
+
+    Raises:
+        ValueError: the mesh reaches behind the camera.
+    """
     uvd = project_points(mesh.vertices, camera)
     if (uvd[:, 2] <= 0).any():
         raise ValueError("an object reaches behind the camera; cannot compute its mask")
@@ -345,6 +350,13 @@ def _footprint(mesh: Mesh, camera: Camera):
     i1 = min(int(np.ceil(hull[:, 0].max())) + 1, camera.width)
     j0 = max(int(np.floor(hull[:, 1].min())), 0)
     j1 = min(int(np.ceil(hull[:, 1].max())) + 1, camera.height)
+    return hull, (i0, i1, j0, j1)
+
+
+def _footprint(mesh: Mesh, camera: Camera):
+    """Pixel box (i0, i1, j0, j1) of the mesh's projection and the boolean mask (j1-j0, i1-i0) of the
+    pixel centres inside its convex hull; None when it misses the image."""
+    hull, (i0, i1, j0, j1) = projected_hull(mesh, camera)
     if i0 >= i1 or j0 >= j1 or len(hull) < 3:
         return None
     return (i0, i1, j0, j1), _hull_mask(hull, np.arange(i0, i1) + 0.5, np.arange(j0, j1) + 0.5)

@@ -26,9 +26,9 @@ from typing import Sequence
 
 import numpy as np
 
-from clevr_poc.camera import Camera, pixel_rays, project_points
-from clevr_poc.rendering.masks import (_DEPTH_MARGIN, _clip, _convex_hull, _depth_ranges, _hull_mask,
-                                      _next, first_cover, nearest_far_depth)
+from clevr_poc.camera import Camera, pixel_rays
+from clevr_poc.rendering.masks import (_DEPTH_MARGIN, _clip, _depth_ranges, _hull_mask, _next, first_cover,
+                                      nearest_far_depth, projected_hull)
 from clevr_poc.rendering.shapes import Mesh
 
 #: World units a vertical plane must leave between two objects for their order to be taken from their positions.
@@ -51,14 +51,7 @@ def hull_footprints(meshes: Sequence[Mesh], camera: Camera, window: tuple[int, i
     """
     out = []
     for mesh in meshes:
-        uvd = project_points(mesh.vertices, camera)
-        if (uvd[:, 2] <= 0).any():
-            raise ValueError("an object reaches behind the camera; cannot compute its mask")
-        hull = _convex_hull(uvd[:, :2])
-        i0 = max(int(np.floor(hull[:, 0].min())), 0)
-        i1 = min(int(np.ceil(hull[:, 0].max())) + 1, camera.width)
-        j0 = max(int(np.floor(hull[:, 1].min())), 0)
-        j1 = min(int(np.ceil(hull[:, 1].max())) + 1, camera.height)
+        hull, (i0, i1, j0, j1) = projected_hull(mesh, camera)
         if window is not None:
             i0, i1, j0, j1 = max(i0, window[0]), min(i1, window[1]), max(j0, window[2]), min(j1, window[3])
         if i0 >= i1 or j0 >= j1 or len(hull) < 3:
