@@ -107,7 +107,9 @@ def test_stats_match_the_files(reference):
 
 
 # ---------------------------------------------------------------------- determinism and resuming
-def test_two_workers_give_the_same_bytes(reference, tmp_path):
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_two_workers_give_the_same_bytes(reference, tmp_path, monkeypatch, start_method):
+    monkeypatch.setenv("CLEVR_POC_START_METHOD", start_method)
     out = tmp_path / "data"
     generate_dataset(out, workers=2, chunksize=1, progress=False, **SMALL)
     assert tree(out) == tree(reference)

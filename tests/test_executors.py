@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clevr_poc.errors import ClevrPocError, FormatError
-from clevr_poc.executors import ExecutorError, local_pool_session, map_ordered
+from clevr_poc.executors import ExecutorError, local_pool_session, map_ordered, pool_start_method
 
 
 def _square_or_fail(x: int) -> int:
@@ -88,3 +88,60 @@ def test_ray_gives_the_same_results_and_errors():
         i * i for i in items]
     with pytest.raises(FormatError, match="thirteen"):
         list(map_ordered(_square_or_fail, range(20), workers=2, executor="ray"))
+
+
+def _module_seen(name: str) -> bool:
+    import sys
+
+    return name in sys.modules
+
+
+_START_METHOD_PROBE = """
+import sys, threading
+{setup}
+from clevr_poc.executors import pool_start_method
+print(pool_start_method())
+"""
+
+
+@pytest.mark.parametrize("setup, expected", [
+    ("", "fork"),                                                             # one thread, nothing unsafe
+    ("threading.Thread(target=threading.Event().wait, daemon=True).start()", "spawn"),  # another thread
+    ("import types; sys.modules['torch'] = types.ModuleType('torch')", "spawn"),  # torch imported
+])
+def test_pool_start_method_forks_only_a_single_threaded_process_without_torch(setup, expected, monkeypatch):
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("fork is used on Linux only")
+    monkeypatch.delenv("CLEVR_POC_START_METHOD", raising=False)
+    done = subprocess.run([sys.executable, "-c", _START_METHOD_PROBE.format(setup=setup)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected
+
+
+def test_pinned_start_methods_give_the_same_results(monkeypatch):
+    import os
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "_clevr_poc_parent_marker", types.ModuleType("_clevr_poc_parent_marker"))
+    results = {}
+    for method in ("fork", "spawn"):
+        monkeypatch.setenv("CLEVR_POC_START_METHOD", method)
+        assert pool_start_method() == method
+        with local_pool_session(2):
+            results[method] = list(map_ordered(_slow_first, range(9), workers=2, chunksize=2))
+            # a forked worker starts with the parent's modules; a spawned one imports its own
+            seen = list(map_ordered(_module_seen, ["_clevr_poc_parent_marker"] * 4, workers=2))
+        assert all(seen) == (method == "fork")
+        assert os.getpid() not in {pid for _, pid in results[method]}
+    assert [x for x, _ in results["fork"]] == [x for x, _ in results["spawn"]] == list(range(9))
+
+
+def test_bad_pinned_start_method_is_one_line(monkeypatch):
+    monkeypatch.setenv("CLEVR_POC_START_METHOD", "forkserver")
+    with pytest.raises(ExecutorError, match=r"CLEVR_POC_START_METHOD must be one of \['fork', 'spawn'\], got 'forkserver'"):
+        list(map_ordered(_slow_first, range(4), workers=2))
