@@ -83,8 +83,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--samples", default=8, metavar="N",
                         help="render samples per pixel (default: 8; Cycles + denoiser)")
     parser.add_argument("--assets", default=None, metavar="DATA_DIR",
-                        help="render with the official image generator's data/ folder (base_scene.blend, shapes/, "
-                             "materials/; read, never copied) instead of the procedural official look")
+                        help="render with the official asset files instead of the procedural official look: "
+                             "the data/ folder of the official CLEVR-POC repository (clevr-poc-dataset-gen/data/: "
+                             "base_scene.blend, shapes/, materials/), from your own clone; read, never copied")
     parser.add_argument("--models", default=None, metavar="DIR",
                         help="models folder with perception/ and parser_bilstm/ (default: the repository's models/)")
     parser.add_argument("--argmax-decoding", action="store_true",

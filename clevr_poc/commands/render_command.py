@@ -22,7 +22,7 @@ _EPILOG = """examples:
   python -m clevr_poc render --dataset clevr-poc --complete --samples 32
   python -m clevr_poc render --dataset clevr-poc --samples 512 --no-denoise --no-adaptive  # official settings
   python -m clevr_poc render --dataset clevr-poc --style ours                # our former look (320x240)
-  python -m clevr_poc render --dataset clevr-poc --assets ~/clevr-poc/image_generation/data  # official files
+  python -m clevr_poc render --dataset clevr-poc --assets ~/clevr-poc/clevr-poc-dataset-gen/data  # official files
 """
 
 
@@ -49,8 +49,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                         help="look: official (the released images: 320x320, fixed official camera and lights, "
                              "official sizes and shaders) or ours (our former look, 320x240) (default: %(default)s)")
     parser.add_argument("--assets", default=None, metavar="DIR",
-                        help="render with the official image generator's data/ folder (base_scene.blend, shapes/, "
-                             "materials/); the files are read, never copied")
+                        help="render with the official asset files: the data/ folder of the official CLEVR-POC "
+                             "repository (clevr-poc-dataset-gen/data/: base_scene.blend, shapes/, materials/), from "
+                             "your own clone; the files are read, never copied")
     parser.add_argument("--width", type=int, default=None, help="image width (default: the style's, official 320)")
     parser.add_argument("--height", type=int, default=None, help="image height (default: the style's, official 320)")
     parser.add_argument("--colour-space", default=None, choices=COLOUR_SPACES,
