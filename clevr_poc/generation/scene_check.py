@@ -112,6 +112,7 @@ class SceneCheck:
         self._pair_kept = np.ones(len(self.pairs))
         self._pair_calls = 0
         self._row_cache: tuple | None = None
+        self._list_tables: tuple | None = None
 
     def for_field(self, name: str) -> SceneCheck:
         """This check with only the counting constraints whose counts depend on field ``name`` (those that
@@ -290,6 +291,41 @@ class SceneCheck:
         if len(self.pairs):
             count = self._pair_base_row(x)[0]  # (Cp,)
             if not np.where(self._at_least, count >= self._pair_n, count < self._pair_n).all():
+                return False
+        return True
+
+    def feasible_list(self, x: list[int]) -> bool:
+        """:meth:`feasible` of one scene in plain Python: ``x`` a list of N type ids (no numpy call: about 5
+        microseconds against 30-100 for a numpy batch; the rejection sampler's first proposals, issue 27)."""
+        tables = self._list_tables
+        if tables is None:
+            tables = self._list_tables = (
+                TYPE_REGION.tolist(), [(c.flag.tolist(), c.n) for c in self.objects],
+                [(c.key1.tolist(), c.key2.tolist(), c.n, c.at_least) for c in self.pairs])
+        region, objects, pairs = tables
+        occupancy = [0] * NUM_REGIONS
+        for t in x:
+            occupancy[region[t]] += 1
+        if max(occupancy) > REGION_CAPACITY:
+            return False
+        if len({t // NUM_REGIONS for t in x}) < len(x):
+            return False
+        for flag, n in objects:
+            if sum(flag[t] for t in x) != n:
+                return False
+        for key1, key2, n, at_least in pairs:
+            # ordered pairs i != j with key1[x_i] == key2[x_j] >= 0: per value, count1 x count2, less i == j
+            count1: dict[int, int] = {}
+            count = 0
+            for t in x:
+                k1 = key1[t]
+                if k1 >= 0:
+                    count1[k1] = count1.get(k1, 0) + 1
+                    if key2[t] == k1:
+                        count -= 1
+            for t in x:
+                count += count1.get(key2[t], 0)  # key -1 is never a key of count1
+            if (count < n) if at_least else (count >= n):
                 return False
         return True
 
