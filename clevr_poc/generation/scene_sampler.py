@@ -70,11 +70,11 @@ from clevr_poc.scene import Scene
 
 #: Rows of a rejection batch built and checked at a time (a batch of low acceptance is large, up to 4096,
 #: and usually ends well before its last row).
-_REJECTION_CHUNK = 256
+_REJECTION_CHUNK = 512
 #: Proposals of a rejection batch checked one at a time in plain Python first (about 15 microseconds each
 #: against 100-200 for a numpy chunk), where the calibrated acceptance rate is at least _PYTHON_ACCEPTANCE.
-_PYTHON_ROWS = 4
-_PYTHON_ACCEPTANCE = 0.25
+_PYTHON_ROWS = 32
+_PYTHON_ACCEPTANCE = 0.05
 
 
 @dataclass

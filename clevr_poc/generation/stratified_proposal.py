@@ -93,6 +93,10 @@ class StratifiedProposal:
         self._block_rows = (np.concatenate(block_rows) if block_rows
                             else np.zeros((0, REGION_CAPACITY), dtype=np.int64))
         self._block_start = np.array(block_start, dtype=np.int64)
+        #: (4, occupancies) int16: the option table (block) of every region of every occupancy, -1 for none
+        self._slot_block = np.ascontiguousarray(
+            self._block_of[np.arange(len(domain.REGIONS)), self.occupancies].T.astype(np.int16))
+        self._block_rows_padded = np.concatenate((self._block_rows, np.full((1, REGION_CAPACITY), -1, np.int64)))
         self._block_last = np.array(block_last, dtype=np.int64)
 
     @property
@@ -207,24 +211,24 @@ class ProposalBatch:
         """Proposals ``first`` .. size-1, built ``chunk`` rows at a time in numpy: yields (min(chunk, rest), N)
         arrays (:meth:`StratifiedProposal.draw_chunks` is ``chunks(0, chunk)``)."""
         p, size, N = self.proposal, self.size, self.proposal.num_objects
-        occupancy = p.occupancies[self.pick]                                        # (size, 4)
-        block = p._block_of[np.arange(len(domain.REGIONS)), occupancy].T.ravel()  # (4 * size,): region-major
-        element = np.flatnonzero(block >= 0)
-        # table order, then proposal order (a stable sort of small ints: radix sort)
-        element = element[np.argsort(block[element].astype(np.int16), kind="stable")]
+        block = p._slot_block.take(self.pick, axis=1).ravel()  # (4 * size,): region-major, -1 for no table
+        # table order, then proposal order (a stable sort of small ints: radix sort); the -1 slots first
+        element = np.argsort(block, kind="stable")[len(block) - self._tables:]
         block = block[element]
         u = self.uniforms[:self._tables]
         bounds = np.searchsorted(block, np.arange(len(p._block_cdf) + 1))
-        chosen = np.empty(len(element), dtype=np.int64)
+        chosen = np.zeros(len(element), dtype=np.int64)
         for b, cdf in enumerate(p._block_cdf):
             lo, hi = bounds[b], bounds[b + 1]
-            if hi > lo:
+            if hi > lo and len(cdf) > 1:  # one option: index 0 whatever the uniform (the minimum below)
                 chosen[lo:hi] = cdf.searchsorted(u[lo:hi], side="right")
         np.minimum(chosen, p._block_last[block], out=chosen)
-        cells = np.full((len(domain.REGIONS) * size, REGION_CAPACITY), -1, dtype=np.int64)
+        # every (proposal, region) slot's row of cells, the last row (all -1) for an empty region: one 1-D
+        # scatter and one gather instead of a (slots, 3) fancy assignment (issue 27)
         region, proposal = np.divmod(element, size)
-        cells[proposal * len(domain.REGIONS) + region] = p._block_rows[p._block_start[block] + chosen]
-        cells = cells.reshape(size, -1)
+        slot_row = np.full(len(domain.REGIONS) * size, len(p._block_rows_padded) - 1, dtype=np.int64)
+        slot_row[proposal * len(domain.REGIONS) + region] = p._block_start[block] + chosen
+        cells = p._block_rows_padded.take(slot_row, axis=0).reshape(size, -1)
         order_u = self.uniforms[self._tables:self._tables + size * N].reshape(size, N)
         pos_u = self.uniforms[self._tables + size * N:].reshape(size, N)
         for lo in range(first, size, chunk):
