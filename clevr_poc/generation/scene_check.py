@@ -294,15 +294,19 @@ class SceneCheck:
                 return False
         return True
 
+    def list_tables(self) -> tuple:
+        """The plain-Python tables of :meth:`feasible_list` (and the Gibbs kernel's one-chain steps): the
+        region of every type (list of 768 ints), ``(flag, n)`` of every one-object count (flag: list of 768
+        bools) and ``(key1, key2, n, at_least)`` of every pair count (keys: lists of 768 ints, -1..7)."""
+        if self._list_tables is None:
+            self._list_tables = (TYPE_REGION.tolist(), [(c.flag.tolist(), c.n) for c in self.objects],
+                                 [(c.key1.tolist(), c.key2.tolist(), c.n, c.at_least) for c in self.pairs])
+        return self._list_tables
+
     def feasible_list(self, x: list[int]) -> bool:
         """:meth:`feasible` of one scene in plain Python: ``x`` a list of N type ids (no numpy call: about 5
         microseconds against 30-100 for a numpy batch; the rejection sampler's first proposals, issue 27)."""
-        tables = self._list_tables
-        if tables is None:
-            tables = self._list_tables = (
-                TYPE_REGION.tolist(), [(c.flag.tolist(), c.n) for c in self.objects],
-                [(c.key1.tolist(), c.key2.tolist(), c.n, c.at_least) for c in self.pairs])
-        region, objects, pairs = tables
+        region, objects, pairs = self.list_tables()
         occupancy = [0] * NUM_REGIONS
         for t in x:
             occupancy[region[t]] += 1
