@@ -3,6 +3,8 @@ uniform distribution over an environment's complete scenes invariant (:class:`Gi
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from clevr_poc import domain
@@ -69,7 +71,7 @@ class GibbsKernel:
         batch steps' numpy overhead on one row was most of a Gibbs sample's time; issue 27)."""
         N = len(x)
         steps = 0
-        without = [np.delete(np.arange(N), i) for i in range(N)]
+        without = _without(N)
         for _ in range(count):
             for i in gen.permutation(N).tolist():
                 ok = self.check.object_replacements_row(x[without[i]], self.allowed)
@@ -242,6 +244,12 @@ def _choose_row(ok: np.ndarray, gen: np.random.Generator) -> int:
     draw, ``gen.random()``, and the same index as ``_choose`` on ``ok[None]``)."""
     true = np.flatnonzero(ok)
     return int(true[int(gen.random() * len(true))])
+
+
+@functools.lru_cache(maxsize=None)
+def _without(N: int) -> list[np.ndarray]:
+    """``_without(N)[i]``: the indices 0..N-1 without i (the other objects of a one-chain object step)."""
+    return [np.delete(np.arange(N), i) for i in range(N)]
 
 
 #: ``FIELD_VALUE`` as lists, and the region of every type (the one-chain steps' plain-Python tables).
