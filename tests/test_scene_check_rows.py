@@ -305,3 +305,19 @@ def test_type_id_is_the_encoding_of_the_module_docstring():
     assert type_id(SceneObject("gray", "cube", "large", "rubber", 3)) == 19  # ((((0*4 + 0)*3 + 2)*2 + 0)*4 + 3)
     with pytest.raises(KeyError, match="pink"):
         type_id(SceneObject("pink", "cube", "large", "metal", 0))
+
+
+def test_scene_from_types_builds_the_objects_the_constructor_builds():
+    """``scene_from_types`` copies per-type templates: every type gives an object equal to
+    ``SceneObject(*TYPE_TUPLES[t])`` with the same field values and its own ``extra`` dict."""
+    from clevr_poc.generation.object_types import NUM_TYPES, TYPE_TUPLES, scene_from_types
+    from clevr_poc.scene import Scene, SceneObject
+
+    types = list(range(NUM_TYPES))
+    scene = scene_from_types(np.array(types))
+    expected = Scene(tuple(SceneObject(*TYPE_TUPLES[t]) for t in types))
+    assert scene == expected and repr(scene) == repr(expected)
+    assert [o.__dict__ for o in scene.objects] == [o.__dict__ for o in expected.objects]
+    assert scene.objects[5].describe() == "small gray metal cube in region 1"
+    assert scene.objects[0].extra is not scene.objects[1].extra
+    assert scene_from_types([5, 5]).objects[0].extra is not scene.objects[5].extra
