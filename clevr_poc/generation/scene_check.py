@@ -104,6 +104,9 @@ class SceneCheck:
         self._key2_flat = self._key2_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
         self._key1_valid = self._key1 >= 0
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
+        # "count >= n" (at least) and "count < n" (at most) as one test, sign x (count - n) + shift >= 0
+        self._pair_sign = np.where(self._at_least, 1, -1)
+        self._pair_shift = np.where(self._at_least, 0, -1) - self._pair_sign * self._pair_n
         self._candidate_cache: tuple | None = None
         # feasible's order of the pair constraints, by the share of rows they kept so far (1 seen, 1 kept to
         # start: no division by zero)
@@ -193,42 +196,39 @@ class SceneCheck:
         cached = self._candidate_cache
         if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
             cached = self._candidate_cache = self._candidate_tables(candidates)
-        _, description, region, keys, inverse = cached
-        taken = self._taken(others)
-        ok = ~taken[:, description]
-        ok &= _region_counts(TYPE_REGION[others])[:, region] < REGION_CAPACITY
-        if len(keys):
-            # per distinct key column (pair-count codes, then one-object flags) of the candidates, then
-            # looked up per candidate (issue 27: a few dozen key columns for hundreds of candidates)
-            fits = np.ones((P, keys.shape[1]), dtype=bool)
-            if len(self.pairs):
-                base, count1, count2 = self._pair_base(others)
-                # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0
-                # in the last column): constraint c holds or not for each of the 9 x 9 key pairs
-                table = base[:, :, None, None] + count2[:, :, :, None] + count1[:, :, None, :]  # (Cp, P, 9, 9)
-                n = self._pair_n[:, None, None, None]
-                holds = np.where(self._at_least[:, None, None, None], table >= n, table < n)
-                holds = holds.reshape(len(self.pairs), P, -1)
-                for c in range(len(self.pairs)):
-                    fits &= holds[c].take(keys[c], axis=1)
-            if len(self.objects):
-                need = self._flag_n[:, None] - self._flag[:, others].sum(axis=-1)  # (Co, P): what t must add
-                fits &= (keys[len(self.pairs):, None, :] == need[:, :, None]).all(axis=0)
-            ok &= fits.take(inverse, axis=1)
+        _, description, keys, inverse = cached
+        ok = ~self._taken(others)[:, description]
+        # per distinct key column (region, pair-count codes, one-object flags) of the candidates, then looked
+        # up per candidate (issue 27: a few dozen key columns for hundreds of candidates; the region's
+        # capacity too, since then)
+        fits = ~(_region_counts(TYPE_REGION[others]) >= REGION_CAPACITY).take(keys[0], axis=1)  # (P, U)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0 in
+            # the last column). Constraint c holds when sign_c x (count - n_c) + shift_c >= 0 (at least:
+            # sign 1, shift 0; at most, count < n: sign -1, shift -1), for each of the 9 x 9 key pairs
+            sign = self._pair_sign[:, None, None]
+            margin = (sign * base[:, :, None] + self._pair_shift[:, None, None]) + sign * count2  # (Cp, P, 9)
+            holds = (margin[:, :, :, None] + sign[..., None] * count1[:, :, None, :] >= 0)    # (Cp, P, 9, 9)
+            holds = holds.reshape(len(self.pairs), P, -1)
+            for c in range(len(self.pairs)):
+                fits &= holds[c].take(keys[1 + c], axis=1)
+        if len(self.objects):
+            need = self._flag_n[:, None] - self._flag[:, others].sum(axis=-1)  # (Co, P): what t must add
+            fits &= (keys[1 + len(self.pairs):, None, :] == need[:, :, None]).all(axis=0)
+        ok &= fits.take(inverse, axis=1)
         return ok
 
     def _candidate_tables(self, candidates: np.ndarray) -> tuple:
-        """What :meth:`object_replacements` needs of the candidates: (candidates, descriptions (M,),
-        regions (M,), the distinct key columns (Cp + Co, U): the 9 x 9 key-pair code of every pair constraint
+        """What :meth:`object_replacements` needs of the candidates: (candidates, descriptions (M,), the
+        distinct key columns (1 + Cp + Co, U): the region, the 9 x 9 key-pair code of every pair constraint
         and the flag (0/1) of every one-object count, and each candidate's column (M,))."""
         codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
             + self._key2[:, candidates] % (_MAX_VALUES + 1)                            # (Cp, M)
-        keys = np.concatenate((codes, self._flag[:, candidates].astype(np.int64)))    # (Cp + Co, M)
-        if len(keys):
-            keys, inverse = np.unique(keys, axis=1, return_inverse=True)
-        else:
-            inverse = np.zeros(len(candidates), dtype=np.int64)
-        return candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates], keys, inverse.reshape(-1)
+        keys = np.concatenate((TYPE_REGION[candidates][None], codes,
+                               self._flag[:, candidates].astype(np.int64)))           # (1 + Cp + Co, M)
+        keys, inverse = np.unique(keys, axis=1, return_inverse=True)
+        return candidates, candidates // NUM_REGIONS, keys, inverse.reshape(-1)
 
     def pair_replacements(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
         """Which candidate pairs (ti, tj) can join the other objects of each of P scenes.
