@@ -103,6 +103,8 @@ class SceneCheck:
         self._key1_flat = self._key1_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
         self._key2_flat = self._key2_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
         self._key1_valid = self._key1 >= 0
+        #: (Cp, 768) int: 1 where a type's two keys pair it with itself (key1 == key2 >= 0: not a pair)
+        self._pair_diagonal = ((self._key1 == self._key2) & self._key1_valid).astype(np.int64)
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
         # "count >= n" (at least) and "count < n" (at most) as one test, sign x (count - n) + shift >= 0
         self._pair_sign = np.where(self._at_least, 1, -1)
@@ -334,32 +336,34 @@ class SceneCheck:
         return True
 
     def object_replacements_row(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-        """:meth:`object_replacements` of one scene: ``others`` (N-1,), ``candidates`` (M,) -> (M,) bool."""
+        """:meth:`object_replacements` of one scene: ``others`` (N-1,), ``candidates`` (M,) -> (M,) bool.
+
+        As :meth:`object_replacements`, per distinct key column (region, pair-count codes, flags) of the
+        candidates, then looked up per candidate; the pair counts with one signed test (issue 27)."""
         cached = self._row_cache
         if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
-            codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
-                + self._key2[:, candidates] % (_MAX_VALUES + 1)
-            codes += (np.arange(len(self.pairs)) * (_MAX_VALUES + 1) ** 2)[:, None]      # (Cp, M) into (Cp*81,)
-            cached = self._row_cache = (candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates],
-                                        self._flag[:, candidates].astype(np.int64), codes)
-        _, description, region, flags, codes = cached
+            _, description, keys, inverse = self._candidate_tables(candidates)
+            Cp = len(self.pairs)
+            codes = keys[1:1 + Cp] + (np.arange(Cp) * (_MAX_VALUES + 1) ** 2)[:, None]  # (Cp, U) into (Cp*81,)
+            cached = self._row_cache = (candidates, description, keys[0], keys[1 + Cp:], codes, inverse)
+        _, description, region, flags, codes, inverse = cached
         taken = np.zeros(NUM_TYPES // NUM_REGIONS, dtype=bool)
         taken[others // NUM_REGIONS] = True
         ok = ~taken[description]
-        full = np.bincount(TYPE_REGION[others], minlength=NUM_REGIONS) >= REGION_CAPACITY
-        if full.any():
-            ok &= ~full[region]
+        full = np.bincount(TYPE_REGION.take(others), minlength=NUM_REGIONS) >= REGION_CAPACITY
+        fits = ~full.take(region)                                     # (U,)
         if len(self.objects):
-            need = self._flag_n - self._flag[:, others].sum(axis=1)  # (Co,): what the candidate must add
-            ok &= (flags == need[:, None]).all(axis=0)
+            need = self._flag_n - self._flag.take(others, axis=1).sum(axis=1)  # (Co,): what the candidate must add
+            fits &= (flags == need[:, None]).all(axis=0)
         if len(self.pairs):
             base, count1, count2 = self._pair_base_row(others)  # (Cp,), (Cp * 9,), (Cp * 9,)
             width = _MAX_VALUES + 1
-            table = (base[:, None, None] + count2.reshape(-1, width)[:, :, None]
-                     + count1.reshape(-1, width)[:, None, :])   # (Cp, 9, 9)
-            n = self._pair_n[:, None, None]
-            holds = np.where(self._at_least[:, None, None], table >= n, table < n).ravel()
-            ok &= holds[codes].all(axis=0)
+            # constraint c holds when sign_c x (count - n_c) + shift_c >= 0 (see __init__)
+            sign = self._pair_sign[:, None]
+            margin = (sign * base[:, None] + self._pair_shift[:, None]) + sign * count2.reshape(-1, width)  # (Cp, 9)
+            holds = (margin[:, :, None] + (sign * count1.reshape(-1, width))[:, None, :] >= 0).ravel()
+            fits &= holds.take(codes).all(axis=0)
+        ok &= fits.take(inverse)
         return ok
 
     def pair_replacements_row(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
@@ -397,12 +401,12 @@ class SceneCheck:
         """:meth:`_pair_base` of one scene (``others``: (K,)): pair counts (Cp,) and the key counts of
         constraint c in entries 9c..9c+8 of two flat (Cp * 9,) arrays (entry 9c+8, key -1, is 0)."""
         width = _MAX_VALUES + 1
-        k1, k2 = self._key1_flat[:, others], self._key2_flat[:, others]  # (Cp, K)
+        k1, k2 = self._key1_flat.take(others, axis=1), self._key2_flat.take(others, axis=1)  # (Cp, K)
         count1 = np.bincount(k1.ravel(), minlength=len(self.pairs) * width)
         count2 = np.bincount(k2.ravel(), minlength=len(self.pairs) * width)
         count1[_MAX_VALUES::width] = 0
         count2[_MAX_VALUES::width] = 0
-        base = (count1 * count2).reshape(-1, width).sum(axis=1) - ((k1 == k2) & self._key1_valid[:, others]).sum(axis=1)
+        base = (count1 * count2).reshape(-1, width).sum(axis=1) - self._pair_diagonal.take(others, axis=1).sum(axis=1)
         return base, count1, count2
 
     def _pair_base(self, others: np.ndarray):
