@@ -321,3 +321,14 @@ def test_scene_from_types_builds_the_objects_the_constructor_builds():
     assert scene.objects[5].describe() == "small gray metal cube in region 1"
     assert scene.objects[0].extra is not scene.objects[1].extra
     assert scene_from_types([5, 5]).objects[0].extra is not scene.objects[5].extra
+
+
+@pytest.mark.parametrize("env", _ENVIRONMENTS)
+def test_pair_counts_of_equals_pair_counts(env):
+    """``SceneCheck._pair_counts_of`` (feasible's per-constraint counts) equals ``_pair_counts`` of the keys."""
+    from clevr_poc.generation.scene_check import _pair_counts
+
+    check = _sampler(env).check
+    X = np.random.default_rng(env).integers(0, 768, (300, 9))
+    for k, c in enumerate(check.pairs):
+        assert np.array_equal(check._pair_counts_of(k, X), _pair_counts(c.key1[X], c.key2[X]))

@@ -146,7 +146,7 @@ class SceneCheck:
             if not len(X):
                 break
             c = self.pairs[k]
-            count = _pair_counts(c.key1[X], c.key2[X])
+            count = self._pair_counts_of(k, X)
             keep = (count >= c.n) if c.at_least else (count < c.n)
             self._pair_seen[k] += len(X)
             X, rows = X[keep], rows[keep]
@@ -167,6 +167,17 @@ class SceneCheck:
         ok = np.zeros(B, dtype=bool)
         ok[rows[keep]] = True
         return ok
+
+    def _pair_counts_of(self, k: int, X: np.ndarray) -> np.ndarray:
+        """``_pair_counts(key1[X], key2[X])`` of pair constraint k for scenes X (B, N): the same sums, from the
+        precomputed key columns and the per-type diagonal (issue 27: no modulo, no (B, N) comparisons)."""
+        B = len(X)
+        width = _MAX_VALUES + 1
+        offset = (np.arange(B) * width)[:, None]
+        count1 = np.bincount((self._key1_column[k].take(X) + offset).ravel(), minlength=B * width)
+        count2 = np.bincount((self._key2_column[k].take(X) + offset).ravel(), minlength=B * width)
+        count1[_MAX_VALUES::width] = 0  # the -1 keys
+        return (count1 * count2).reshape(B, width).sum(axis=1) - self._pair_diagonal[k].take(X).sum(axis=1)
 
     def _feasible_stacked(self, X: np.ndarray) -> np.ndarray:
         B, N = X.shape
