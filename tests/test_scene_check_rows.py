@@ -99,6 +99,50 @@ def test_draw_equals_the_table_by_table_reference(env):
         assert fast.random() == reference.random()
 
 
+@pytest.mark.parametrize("env", _ENVIRONMENTS)
+def test_batch_rows_and_chunks_equal_draw(env):
+    """``ProposalBatch.row`` (plain Python, one proposal at a time) and ``chunks`` from any first row give
+    ``draw``'s proposals, and ``draw_batch`` leaves the generator where ``draw`` does."""
+    proposal = _sampler(env).proposal
+    for size in (1, 2, 7, 32, 300):
+        expected = proposal.draw(np.random.default_rng(size), size)
+        gen = np.random.default_rng(size)
+        batch = proposal.draw_batch(gen, size)
+        first = min(size, 5)
+        rows = [batch.row(k) for k in range(first)]
+        rest = list(batch.chunks(first, 64))
+        got = np.concatenate([np.array(rows, dtype=np.int64).reshape(first, -1)] + rest)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
+        reference = np.random.default_rng(size)
+        proposal.draw(reference, size)
+        assert gen.random() == reference.random()
+    with pytest.raises(ValueError):
+        proposal.draw_batch(np.random.default_rng(0), 4).row(1)
+
+
+def test_batch_rows_specific_values():
+    """Environment 5 (seed 0): the two proposals of ``test_draw_specific_values``, one row at a time."""
+    batch = _sampler(5).proposal.draw_batch(np.random.default_rng(0), 2)
+    assert [batch.row(0), batch.row(1)] == EXPECTED_DRAW
+
+
+@settings(max_examples=40, deadline=None)
+@given(env=st.sampled_from(_ENVIRONMENTS), seed=st.integers(0, 10_000))
+def test_feasible_list_equals_feasible(env, seed):
+    """``SceneCheck.feasible_list`` (plain Python, one scene) gives ``feasible``'s booleans: on samples
+    (complete), random changes of them, raw proposals and random type ids (also over capacity)."""
+    sampler = _sampler(env)
+    check = sampler.check
+    scenes = _scenes(sampler, seed, 4)
+    gen = np.random.default_rng(seed)
+    mutated = np.where(gen.random(scenes.shape) < 0.3, gen.integers(0, 768, scenes.shape), scenes)
+    swapped = np.where(gen.random(scenes.shape) < 0.5, scenes[::-1], scenes)
+    crowded = scenes - scenes % 4  # every object in region 0
+    rows = np.concatenate((scenes, mutated, swapped, crowded, sampler.proposal.draw(gen, 64),
+                           gen.integers(0, 768, scenes.shape)))
+    assert [check.feasible_list(x) for x in rows.tolist()] == check.feasible(rows).tolist()
+
+
 def test_draw_specific_values():
     """Environment 5 (seed 0; no counting constraint): two proposals from generator seed 0."""
     assert _sampler(5).proposal.draw(np.random.default_rng(0), 2).tolist() == EXPECTED_DRAW
@@ -261,3 +305,30 @@ def test_type_id_is_the_encoding_of_the_module_docstring():
     assert type_id(SceneObject("gray", "cube", "large", "rubber", 3)) == 19  # ((((0*4 + 0)*3 + 2)*2 + 0)*4 + 3)
     with pytest.raises(KeyError, match="pink"):
         type_id(SceneObject("pink", "cube", "large", "metal", 0))
+
+
+def test_scene_from_types_builds_the_objects_the_constructor_builds():
+    """``scene_from_types`` copies per-type templates: every type gives an object equal to
+    ``SceneObject(*TYPE_TUPLES[t])`` with the same field values and its own ``extra`` dict."""
+    from clevr_poc.generation.object_types import NUM_TYPES, TYPE_TUPLES, scene_from_types
+    from clevr_poc.scene import Scene, SceneObject
+
+    types = list(range(NUM_TYPES))
+    scene = scene_from_types(np.array(types))
+    expected = Scene(tuple(SceneObject(*TYPE_TUPLES[t]) for t in types))
+    assert scene == expected and repr(scene) == repr(expected)
+    assert [o.__dict__ for o in scene.objects] == [o.__dict__ for o in expected.objects]
+    assert scene.objects[5].describe() == "small gray metal cube in region 1"
+    assert scene.objects[0].extra is not scene.objects[1].extra
+    assert scene_from_types([5, 5]).objects[0].extra is not scene.objects[5].extra
+
+
+@pytest.mark.parametrize("env", _ENVIRONMENTS)
+def test_pair_counts_of_equals_pair_counts(env):
+    """``SceneCheck._pair_counts_of`` (feasible's per-constraint counts) equals ``_pair_counts`` of the keys."""
+    from clevr_poc.generation.scene_check import _pair_counts
+
+    check = _sampler(env).check
+    X = np.random.default_rng(env).integers(0, 768, (300, 9))
+    for k, c in enumerate(check.pairs):
+        assert np.array_equal(check._pair_counts_of(k, X), _pair_counts(c.key1[X], c.key2[X]))

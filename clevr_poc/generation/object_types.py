@@ -68,5 +68,26 @@ TYPE_OF_TUPLE: dict[tuple[str, str, str, str, int], int] = {t: k for k, t in enu
 
 
 def scene_from_types(types) -> Scene:
-    """A scene without layout whose object i has type ``types[i]``."""
-    return Scene(tuple(SceneObject(*TYPE_TUPLES[t]) for t in np.asarray(types).tolist()))
+    """A scene without layout whose object i has type ``types[i]``.
+
+    Every object is a copy of the field values of ``SceneObject(*TYPE_TUPLES[t])`` (built once per type)
+    with a fresh ``extra`` dict: an equal object with the same field values (``tests/test_scene_check_rows.py``),
+    without the dataclass ``__init__`` and ``__post_init__`` per object (issue 27: 22 -> 7 microseconds for
+    8 objects; the scene sampler builds one scene per sample)."""
+    templates = _TYPE_TEMPLATES or _type_templates()
+    new = object.__new__
+    objects = []
+    for t in np.asarray(types).tolist():
+        obj = new(SceneObject)
+        obj.__dict__.update(templates[t], extra={})
+        objects.append(obj)
+    return Scene(tuple(objects))
+
+
+#: ``_TYPE_TEMPLATES[t]``: the field values (``__dict__``) of ``SceneObject(*TYPE_TUPLES[t])``, built on first use.
+_TYPE_TEMPLATES: list[dict] = []
+
+
+def _type_templates() -> list[dict]:
+    _TYPE_TEMPLATES.extend(dict(SceneObject(*TYPE_TUPLES[t]).__dict__) for t in range(NUM_TYPES))
+    return _TYPE_TEMPLATES

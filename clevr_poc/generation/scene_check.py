@@ -3,6 +3,12 @@ counting constraints (templates 6-10, written from ``asp/templates/06..10``); th
 only forbid types (:func:`clevr_poc.generation.scene_programs.allowed_types`).
 
 ``tests/test_scenes.py`` checks these against clingo on random scenes in both directions.
+
+Issue 27 (helper ``ss``): :meth:`SceneCheck.feasible_list` checks one scene in plain Python (about 5 us; the
+rejection sampler's first proposals); the object replacements test the region's capacity and the pair counts
+per distinct key column, the pair counts with one signed comparison (37 -> 26 us per one-scene call); the pair
+counts of :meth:`SceneCheck.feasible` come from precomputed key columns and a per-type diagonal (120 -> 92 us for
+512 scenes and 4 constraints). Same booleans (``tests/test_scene_check_rows.py``).
 """
 
 from __future__ import annotations
@@ -103,7 +109,12 @@ class SceneCheck:
         self._key1_flat = self._key1_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
         self._key2_flat = self._key2_column + (np.arange(len(self.pairs)) * (_MAX_VALUES + 1))[:, None]
         self._key1_valid = self._key1 >= 0
+        #: (Cp, 768) int: 1 where a type's two keys pair it with itself (key1 == key2 >= 0: not a pair)
+        self._pair_diagonal = ((self._key1 == self._key2) & self._key1_valid).astype(np.int64)
         self._at_least = np.array([c.at_least for c in self.pairs], dtype=bool)
+        # "count >= n" (at least) and "count < n" (at most) as one test, sign x (count - n) + shift >= 0
+        self._pair_sign = np.where(self._at_least, 1, -1)
+        self._pair_shift = np.where(self._at_least, 0, -1) - self._pair_sign * self._pair_n
         self._candidate_cache: tuple | None = None
         # feasible's order of the pair constraints, by the share of rows they kept so far (1 seen, 1 kept to
         # start: no division by zero)
@@ -112,6 +123,7 @@ class SceneCheck:
         self._pair_kept = np.ones(len(self.pairs))
         self._pair_calls = 0
         self._row_cache: tuple | None = None
+        self._list_tables: tuple | None = None
 
     def for_field(self, name: str) -> SceneCheck:
         """This check with only the counting constraints whose counts depend on field ``name`` (those that
@@ -140,7 +152,7 @@ class SceneCheck:
             if not len(X):
                 break
             c = self.pairs[k]
-            count = _pair_counts(c.key1[X], c.key2[X])
+            count = self._pair_counts_of(k, X)
             keep = (count >= c.n) if c.at_least else (count < c.n)
             self._pair_seen[k] += len(X)
             X, rows = X[keep], rows[keep]
@@ -161,6 +173,17 @@ class SceneCheck:
         ok = np.zeros(B, dtype=bool)
         ok[rows[keep]] = True
         return ok
+
+    def _pair_counts_of(self, k: int, X: np.ndarray) -> np.ndarray:
+        """``_pair_counts(key1[X], key2[X])`` of pair constraint k for scenes X (B, N): the same sums, from the
+        precomputed key columns and the per-type diagonal (issue 27: no modulo, no (B, N) comparisons)."""
+        B = len(X)
+        width = _MAX_VALUES + 1
+        offset = (np.arange(B) * width)[:, None]
+        count1 = np.bincount((self._key1_column[k].take(X) + offset).ravel(), minlength=B * width)
+        count2 = np.bincount((self._key2_column[k].take(X) + offset).ravel(), minlength=B * width)
+        count1[_MAX_VALUES::width] = 0  # the -1 keys
+        return (count1 * count2).reshape(B, width).sum(axis=1) - self._pair_diagonal[k].take(X).sum(axis=1)
 
     def _feasible_stacked(self, X: np.ndarray) -> np.ndarray:
         B, N = X.shape
@@ -192,42 +215,39 @@ class SceneCheck:
         cached = self._candidate_cache
         if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
             cached = self._candidate_cache = self._candidate_tables(candidates)
-        _, description, region, keys, inverse = cached
-        taken = self._taken(others)
-        ok = ~taken[:, description]
-        ok &= _region_counts(TYPE_REGION[others])[:, region] < REGION_CAPACITY
-        if len(keys):
-            # per distinct key column (pair-count codes, then one-object flags) of the candidates, then
-            # looked up per candidate (issue 27: a few dozen key columns for hundreds of candidates)
-            fits = np.ones((P, keys.shape[1]), dtype=bool)
-            if len(self.pairs):
-                base, count1, count2 = self._pair_base(others)
-                # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0
-                # in the last column): constraint c holds or not for each of the 9 x 9 key pairs
-                table = base[:, :, None, None] + count2[:, :, :, None] + count1[:, :, None, :]  # (Cp, P, 9, 9)
-                n = self._pair_n[:, None, None, None]
-                holds = np.where(self._at_least[:, None, None, None], table >= n, table < n)
-                holds = holds.reshape(len(self.pairs), P, -1)
-                for c in range(len(self.pairs)):
-                    fits &= holds[c].take(keys[c], axis=1)
-            if len(self.objects):
-                need = self._flag_n[:, None] - self._flag[:, others].sum(axis=-1)  # (Co, P): what t must add
-                fits &= (keys[len(self.pairs):, None, :] == need[:, :, None]).all(axis=0)
-            ok &= fits.take(inverse, axis=1)
+        _, description, keys, inverse = cached
+        ok = ~self._taken(others)[:, description]
+        # per distinct key column (region, pair-count codes, one-object flags) of the candidates, then looked
+        # up per candidate (issue 27: a few dozen key columns for hundreds of candidates; the region's
+        # capacity too, since then)
+        fits = ~(_region_counts(TYPE_REGION[others]) >= REGION_CAPACITY).take(keys[0], axis=1)  # (P, U)
+        if len(self.pairs):
+            base, count1, count2 = self._pair_base(others)
+            # a candidate t adds count2[c, p, key1[c, t]] + count1[c, p, key2[c, t]] pairs (key -1: the 0 in
+            # the last column). Constraint c holds when sign_c x (count - n_c) + shift_c >= 0 (at least:
+            # sign 1, shift 0; at most, count < n: sign -1, shift -1), for each of the 9 x 9 key pairs
+            sign = self._pair_sign[:, None, None]
+            margin = (sign * base[:, :, None] + self._pair_shift[:, None, None]) + sign * count2  # (Cp, P, 9)
+            holds = (margin[:, :, :, None] + sign[..., None] * count1[:, :, None, :] >= 0)    # (Cp, P, 9, 9)
+            holds = holds.reshape(len(self.pairs), P, -1)
+            for c in range(len(self.pairs)):
+                fits &= holds[c].take(keys[1 + c], axis=1)
+        if len(self.objects):
+            need = self._flag_n[:, None] - self._flag[:, others].sum(axis=-1)  # (Co, P): what t must add
+            fits &= (keys[1 + len(self.pairs):, None, :] == need[:, :, None]).all(axis=0)
+        ok &= fits.take(inverse, axis=1)
         return ok
 
     def _candidate_tables(self, candidates: np.ndarray) -> tuple:
-        """What :meth:`object_replacements` needs of the candidates: (candidates, descriptions (M,),
-        regions (M,), the distinct key columns (Cp + Co, U): the 9 x 9 key-pair code of every pair constraint
+        """What :meth:`object_replacements` needs of the candidates: (candidates, descriptions (M,), the
+        distinct key columns (1 + Cp + Co, U): the region, the 9 x 9 key-pair code of every pair constraint
         and the flag (0/1) of every one-object count, and each candidate's column (M,))."""
         codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
             + self._key2[:, candidates] % (_MAX_VALUES + 1)                            # (Cp, M)
-        keys = np.concatenate((codes, self._flag[:, candidates].astype(np.int64)))    # (Cp + Co, M)
-        if len(keys):
-            keys, inverse = np.unique(keys, axis=1, return_inverse=True)
-        else:
-            inverse = np.zeros(len(candidates), dtype=np.int64)
-        return candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates], keys, inverse.reshape(-1)
+        keys = np.concatenate((TYPE_REGION[candidates][None], codes,
+                               self._flag[:, candidates].astype(np.int64)))           # (1 + Cp + Co, M)
+        keys, inverse = np.unique(keys, axis=1, return_inverse=True)
+        return candidates, candidates // NUM_REGIONS, keys, inverse.reshape(-1)
 
     def pair_replacements(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
         """Which candidate pairs (ti, tj) can join the other objects of each of P scenes.
@@ -293,33 +313,74 @@ class SceneCheck:
                 return False
         return True
 
+    def list_tables(self) -> tuple:
+        """The plain-Python tables of :meth:`feasible_list` (and the Gibbs kernel's one-chain steps): the
+        region of every type (list of 768 ints), ``(flag, n)`` of every one-object count (flag: list of 768
+        bools) and ``(key1, key2, n, at_least)`` of every pair count (keys: lists of 768 ints, -1..7)."""
+        if self._list_tables is None:
+            self._list_tables = (TYPE_REGION.tolist(), [(c.flag.tolist(), c.n) for c in self.objects],
+                                 [(c.key1.tolist(), c.key2.tolist(), c.n, c.at_least) for c in self.pairs])
+        return self._list_tables
+
+    def feasible_list(self, x: list[int]) -> bool:
+        """:meth:`feasible` of one scene in plain Python: ``x`` a list of N type ids (no numpy call: about 5
+        microseconds against 30-100 for a numpy batch; the rejection sampler's first proposals, issue 27)."""
+        region, objects, pairs = self.list_tables()
+        occupancy = [0] * NUM_REGIONS
+        for t in x:
+            occupancy[region[t]] += 1
+        if max(occupancy) > REGION_CAPACITY:
+            return False
+        if len({t // NUM_REGIONS for t in x}) < len(x):
+            return False
+        for flag, n in objects:
+            if sum(flag[t] for t in x) != n:
+                return False
+        for key1, key2, n, at_least in pairs:
+            # ordered pairs i != j with key1[x_i] == key2[x_j] >= 0: per value, count1 x count2, less i == j
+            count1: dict[int, int] = {}
+            count = 0
+            for t in x:
+                k1 = key1[t]
+                if k1 >= 0:
+                    count1[k1] = count1.get(k1, 0) + 1
+                    if key2[t] == k1:
+                        count -= 1
+            for t in x:
+                count += count1.get(key2[t], 0)  # key -1 is never a key of count1
+            if (count < n) if at_least else (count >= n):
+                return False
+        return True
+
     def object_replacements_row(self, others: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-        """:meth:`object_replacements` of one scene: ``others`` (N-1,), ``candidates`` (M,) -> (M,) bool."""
+        """:meth:`object_replacements` of one scene: ``others`` (N-1,), ``candidates`` (M,) -> (M,) bool.
+
+        As :meth:`object_replacements`, per distinct key column (region, pair-count codes, flags) of the
+        candidates, then looked up per candidate; the pair counts with one signed test (issue 27)."""
         cached = self._row_cache
         if cached is None or cached[0] is not candidates:  # the Gibbs kernel passes one array
-            codes = (self._key1[:, candidates] % (_MAX_VALUES + 1)) * (_MAX_VALUES + 1) \
-                + self._key2[:, candidates] % (_MAX_VALUES + 1)
-            codes += (np.arange(len(self.pairs)) * (_MAX_VALUES + 1) ** 2)[:, None]      # (Cp, M) into (Cp*81,)
-            cached = self._row_cache = (candidates, candidates // NUM_REGIONS, TYPE_REGION[candidates],
-                                        self._flag[:, candidates].astype(np.int64), codes)
-        _, description, region, flags, codes = cached
+            _, description, keys, inverse = self._candidate_tables(candidates)
+            Cp = len(self.pairs)
+            codes = keys[1:1 + Cp] + (np.arange(Cp) * (_MAX_VALUES + 1) ** 2)[:, None]  # (Cp, U) into (Cp*81,)
+            cached = self._row_cache = (candidates, description, keys[0], keys[1 + Cp:], codes, inverse)
+        _, description, region, flags, codes, inverse = cached
         taken = np.zeros(NUM_TYPES // NUM_REGIONS, dtype=bool)
         taken[others // NUM_REGIONS] = True
         ok = ~taken[description]
-        full = np.bincount(TYPE_REGION[others], minlength=NUM_REGIONS) >= REGION_CAPACITY
-        if full.any():
-            ok &= ~full[region]
+        full = np.bincount(TYPE_REGION.take(others), minlength=NUM_REGIONS) >= REGION_CAPACITY
+        fits = ~full.take(region)                                     # (U,)
         if len(self.objects):
-            need = self._flag_n - self._flag[:, others].sum(axis=1)  # (Co,): what the candidate must add
-            ok &= (flags == need[:, None]).all(axis=0)
+            need = self._flag_n - self._flag.take(others, axis=1).sum(axis=1)  # (Co,): what the candidate must add
+            fits &= (flags == need[:, None]).all(axis=0)
         if len(self.pairs):
             base, count1, count2 = self._pair_base_row(others)  # (Cp,), (Cp * 9,), (Cp * 9,)
             width = _MAX_VALUES + 1
-            table = (base[:, None, None] + count2.reshape(-1, width)[:, :, None]
-                     + count1.reshape(-1, width)[:, None, :])   # (Cp, 9, 9)
-            n = self._pair_n[:, None, None]
-            holds = np.where(self._at_least[:, None, None], table >= n, table < n).ravel()
-            ok &= holds[codes].all(axis=0)
+            # constraint c holds when sign_c x (count - n_c) + shift_c >= 0 (see __init__)
+            sign = self._pair_sign[:, None]
+            margin = (sign * base[:, None] + self._pair_shift[:, None]) + sign * count2.reshape(-1, width)  # (Cp, 9)
+            holds = (margin[:, :, None] + (sign * count1.reshape(-1, width))[:, None, :] >= 0).ravel()
+            fits &= holds.take(codes).all(axis=0)
+        ok &= fits.take(inverse)
         return ok
 
     def pair_replacements_row(self, others: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
@@ -357,12 +418,12 @@ class SceneCheck:
         """:meth:`_pair_base` of one scene (``others``: (K,)): pair counts (Cp,) and the key counts of
         constraint c in entries 9c..9c+8 of two flat (Cp * 9,) arrays (entry 9c+8, key -1, is 0)."""
         width = _MAX_VALUES + 1
-        k1, k2 = self._key1_flat[:, others], self._key2_flat[:, others]  # (Cp, K)
+        k1, k2 = self._key1_flat.take(others, axis=1), self._key2_flat.take(others, axis=1)  # (Cp, K)
         count1 = np.bincount(k1.ravel(), minlength=len(self.pairs) * width)
         count2 = np.bincount(k2.ravel(), minlength=len(self.pairs) * width)
         count1[_MAX_VALUES::width] = 0
         count2[_MAX_VALUES::width] = 0
-        base = (count1 * count2).reshape(-1, width).sum(axis=1) - ((k1 == k2) & self._key1_valid[:, others]).sum(axis=1)
+        base = (count1 * count2).reshape(-1, width).sum(axis=1) - self._pair_diagonal.take(others, axis=1).sum(axis=1)
         return base, count1, count2
 
     def _pair_base(self, others: np.ndarray):
