@@ -182,14 +182,11 @@ def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], a
     mask = 0
     for a in order[:k]:
         mask |= ATTRIBUTE_BIT[a]
-    row = index.differences(obj)
-    others = [row[p] for p in candidates if p != obj]
+    others = list(map(index.differences(obj).__getitem__, candidates))
+    others.remove(0)  # obj's own row entry (no attribute differs); another 0 is another candidate
     rest = order[k:]
     while True:
-        for bits in others:
-            if not bits & mask:
-                break  # another candidate matches
-        else:
+        if all(map(mask.__and__, others)):  # every other candidate differs in a described attribute
             return description
         if not rest:
             raise TemplateNotApplicable
@@ -469,12 +466,12 @@ class QuestionGenerator:
 
         def relate(param: str, object_node: int, obj: int) -> None:
             # "obj is R of ref": obj in relationships[R][ref]
-            options = {r: [p for p in held if p not in used] for r, held in holders(obj).items()}
-            relations = [r for r in domain.RELATIONS if options[r]]
+            held = holders(obj)
+            relations = [r for r in domain.RELATIONS if not used.issuperset(held[r])]
             if not relations:
                 raise TemplateNotApplicable
             relation = rng.choice(relations)
-            ref = rng.choice(options[relation])
+            ref = rng.choice([p for p in held[relation] if p not in used])
             chosen[param] = relation
             used.add(ref)
             assign(object_node, ref)
