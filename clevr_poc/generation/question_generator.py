@@ -61,7 +61,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
@@ -353,10 +353,10 @@ class QuestionGenerator:
                 f"partial scene: the complete scene does not satisfy environment {environment.id}")
         # every question's intended answer contains the values of the candidates that share the hidden
         # object's other three attributes and its region: if those already fill the domain, give up now
+        # (issue 27: one look-up per value of the domain, not a pass over the candidates)
         position = CANDIDATE_FIELD[attribute]
-        others = itemgetter(*(i for i in range(5) if i != position))
-        shared = others(truth)
-        floor = {c[position] for c in candidates if others(c) == shared}
+        floor = [value for value in domain.DOMAINS[attribute]
+                 if truth[:position] + (value,) + truth[position + 1:] in candidates]
         if len(floor) >= len(domain.DOMAINS[attribute]):
             self.rejections["hopeless"] += 1
             return None

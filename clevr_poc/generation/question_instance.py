@@ -252,15 +252,33 @@ def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: 
         visit(node.inputs[0])
     wanted = {CANDIDATE_FIELD[a]: v for a, v in {**description, **same}.items()}
     p = CANDIDATE_FIELD[template.query_attribute]
-    # one comprehension, the fields read by C-level look-ups (issue 27: was a loop over the wanted
-    # fields per candidate, about 2x slower); the same values added in the same (candidate) order
-    if not wanted:
-        return frozenset({c[p] for c in candidates if c[4] in regions})
-    if len(wanted) == 1:
-        ((f, v),) = wanted.items()
-        return frozenset({c[p] for c in candidates if c[f] == v and c[4] in regions})
-    key, target = itemgetter(*wanted), tuple(wanted.values())
-    return frozenset({c[p] for c in candidates if key(c) == target and c[4] in regions})
+    # issue 27: the candidates with a given value of a field are kept for the last candidate set (the
+    # tries of one question share it), so that a query object's description is an intersection of
+    # sets (was a pass over every candidate per call; 2x faster on the benchmark's calls)
+    pool = _with_values(candidates, wanted) if wanted else candidates
+    return frozenset({c[p] for c in pool if c[4] in regions})
+
+
+def _with_values(candidates: Iterable[Candidate], wanted: Mapping[int, str]) -> Iterable[Candidate]:
+    """The candidates whose field ``f`` is ``v`` for every ``(f, v)`` of ``wanted`` (non-empty)."""
+    global _LAST_SUBSETS
+    if type(candidates) is not frozenset:  # any iterable: one pass
+        return [c for c in candidates if all(c[f] == v for f, v in wanted.items())]
+    last = _LAST_SUBSETS
+    if last is None or last[0] is not candidates:
+        last = _LAST_SUBSETS = (candidates, {})
+    subsets = last[1]
+    pool = None
+    for f, v in wanted.items():
+        subset = subsets.get((f, v))
+        if subset is None:
+            subset = subsets[(f, v)] = frozenset([c for c in candidates if c[f] == v])
+        pool = subset if pool is None else pool & subset
+    return pool
+
+
+#: (the last candidate set given to :func:`possible_values`, (field, value) -> its candidates with it).
+_LAST_SUBSETS: tuple[frozenset, dict[tuple[int, str], frozenset]] | None = None
 
 def _answer_literal(instance: Instance) -> Atom:
     """``hasProperty(X,<queried attribute>,Q)``."""
@@ -362,9 +380,15 @@ def question_text(instance: Instance, rng: random.Random) -> str:
     return tidy_text(text)
 
 
+_SPACES = re.compile(r"\s+")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r" ([?;,.])")
+_A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
+
+
 def tidy_text(text: str) -> str:
-    """Collapse spaces, drop spaces before punctuation, ``a`` -> ``an`` before a vowel, capitalise."""
-    text = re.sub(r"\s+", " ", text).strip()
-    text = re.sub(r" ([?;,.])", r"\1", text)
-    text = re.sub(r"\b([Aa]) (?=[aeiouAEIOU])", r"\1n ", text)
+    """Collapse spaces, drop spaces before punctuation, ``a`` -> ``an`` before a vowel, capitalise
+    (patterns compiled once: issue 27)."""
+    text = _SPACES.sub(" ", text).strip()
+    text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", text)
+    text = _A_BEFORE_VOWEL.sub(r"\1n ", text)
     return text[:1].upper() + text[1:]
