@@ -74,8 +74,10 @@ from clevr_poc.generation.question_instance import (
     VARIABLES, Instance, asp_query, functional_program, intended_query, official_asp_query, possible_values,
     question_text,
 )
-from clevr_poc.generation.template_files import (
-    DESCRIPTION_ORDER, OBJECT_NODES, QuestionTemplate, TemplateNode, load_templates,
+from clevr_poc.generation.template_files import OBJECT_NODES, QuestionTemplate, TemplateNode, load_templates
+from clevr_poc.generation.template_shape import (
+    INTERSECT, OBJECT, RELATE, SAME, SCENE, TemplateShape as _TemplateShape, node_distance,
+    same_attribute as _same_attribute, shuffled_cut,
 )
 from clevr_poc.question import Question
 from clevr_poc.scene import Scene, SceneObject
@@ -158,23 +160,12 @@ def _python_verdict(world, query, hidden_value: str) -> frozenset[str] | None:
     return answer if answer is not None and hidden_value in answer else None
 
 
-def _same_attribute(node_type: str) -> str:
-    """The attribute of a ``same_<attribute>`` node (KeyError for an unknown one, as
-    :meth:`~clevr_poc.scene.SceneObject.attribute`)."""
-    attribute = node_type[len("same_"):]
-    if attribute not in domain.ATTRIBUTES:
-        raise KeyError(f"unknown attribute {attribute!r}; expected one of {domain.ATTRIBUTES}")
-    return attribute
-
-
 def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], allowed: Sequence[str],
                       rng: random.Random) -> dict[str, str]:
     """:meth:`QuestionGenerator._describe` on the scene's :class:`SceneIndex`: the same draws and the same
     description; a candidate p matches the description when none of its attributes' bits is set in
     ``index.differences(obj)[p]``."""
-    order = list(allowed)
-    rng.shuffle(order)
-    k = rng.randint(0, len(order))
+    order, k = shuffled_cut(rng, allowed)  # rng.shuffle, rng.randint(0, len(order)): the same draws
     if obj not in candidates:  # then no description singles it out
         raise TemplateNotApplicable
     values = index.values
@@ -193,39 +184,6 @@ def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], a
         attribute = rest.pop(0)
         description[attribute] = values[attribute][obj]
         mask |= ATTRIBUTE_BIT[attribute]
-
-
-class _TemplateShape:
-    """What instantiating a template needs of the template alone: the query object's node, per object
-    node its description slots ``((attribute, slot), ...)`` and the attributes it may describe (not
-    ``NULL``-constrained), the ``OUT_NEQ`` node pairs, and the ASP variables of a set of object nodes."""
-
-    __slots__ = ("nodes", "query_object", "descriptions", "out_neq", "consumer", "_variables")
-
-    def __init__(self, template: QuestionTemplate) -> None:
-        nodes = template.nodes
-        self.nodes = nodes
-        self.query_object = nodes[-1].inputs[0]
-        self.consumer = {j: i for i, n in enumerate(nodes) for j in n.inputs}
-        self.descriptions: dict[int, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
-        for i, node in enumerate(nodes):
-            if node.type in OBJECT_NODES:
-                slots = dict(zip(DESCRIPTION_ORDER, node.side_inputs[-4:]))
-                self.descriptions[i] = (tuple(slots.items()),
-                                        tuple(a for a in DESCRIPTION_ORDER if slots[a] not in template.null_params))
-        self.out_neq = tuple(tuple(c.params) for c in template.constraints if c.type == "OUT_NEQ")
-        self._variables: dict[tuple[int, ...], tuple[tuple[int, str], ...]] = {}
-
-    def variables(self, object_nodes: Iterable[int]) -> tuple[tuple[int, str], ...]:
-        """``(node, variable)`` pairs: X for the query object, then by distance from it (ties: later node
-        first)."""
-        key = tuple(object_nodes)
-        pairs = self._variables.get(key)
-        if pairs is None:
-            dist = {i: QuestionGenerator._distance(self.nodes, self.consumer, i, self.query_object) for i in key}
-            pairs = self._variables[key] = tuple(
-                (i, VARIABLES[k]) for k, i in enumerate(sorted(key, key=lambda i: (dist[i], -i))))
-        return pairs
 
 
 class QuestionGenerator:
@@ -264,11 +222,25 @@ class QuestionGenerator:
         self.require_unambiguous = require_unambiguous
         self.rejections: Counter[str] = Counter()
         self._shapes: dict[int, tuple[QuestionTemplate, _TemplateShape]] = {}
+        self._templates_for: dict[tuple[str, str | None], tuple[tuple, tuple[QuestionTemplate, ...]]] = {}
 
     # ------------------------------------------------------------------ public API
     def templates_for(self, attribute: str, family: str | None = None) -> list[QuestionTemplate]:
-        """Templates querying ``attribute`` (optionally of one family)."""
-        return [t for t in self.templates if t.query_attribute == attribute and (family is None or t.family == family)]
+        """Templates querying ``attribute`` (optionally of one family): a new list each call, made from
+        one kept per (attribute, family) (issue 27: ``prepare`` asks on every call; ``templates`` is a
+        tuple)."""
+        try:
+            found = self._templates_for.get((attribute, family))
+        except TypeError:  # unhashable arguments: no look-up
+            found = None
+        if found is None or found[0] is not self.templates:
+            found = (self.templates, tuple(t for t in self.templates if t.query_attribute == attribute
+                                           and (family is None or t.family == family)))
+            try:
+                self._templates_for[(attribute, family)] = found
+            except TypeError:
+                pass
+        return list(found[1])
 
     def choose_attribute(self, rng: random.Random, family: str | None = None) -> str:
         """Draw a query attribute with :attr:`attribute_shares`, among attributes some template (of
@@ -502,24 +474,20 @@ class QuestionGenerator:
 
         # forward pass: descriptions that make every filter_unique yield its object
         outputs = instance.outputs
-        for i, node in enumerate(nodes):
-            kind = node.type
-            if kind == "scene":
+        for i, code, a, b in shape.forward:  # node types decoded once per template (issue 27)
+            if code == SCENE:
                 outputs[i] = index.everything
-            elif kind == "relate":
-                outputs[i] = related(chosen[node.side_inputs[0]], outputs[node.inputs[0]])
-            elif kind == "intersect":
-                outputs[i] = outputs[node.inputs[0]] & outputs[node.inputs[1]]
-            elif kind.startswith("same_"):
-                column = values[_same_attribute(kind)]
-                ref = outputs[node.inputs[0]]
+            elif code == RELATE:
+                outputs[i] = related(chosen[a], outputs[b])
+            elif code == INTERSECT:
+                outputs[i] = outputs[a] & outputs[b]
+            elif code == SAME:
+                column = values[a if a is not None else _same_attribute(nodes[i].type)]
+                ref = outputs[b]
                 value = column[ref]
                 outputs[i] = frozenset(p for p, v in enumerate(column) if p != ref and v == value)
-            elif kind in OBJECT_NODES:
-                if kind == "relate_filter_unique":
-                    candidates = related(chosen[node.side_inputs[0]], outputs[node.inputs[0]])
-                else:
-                    candidates = outputs[node.inputs[0]]
+            elif code == OBJECT:
+                candidates = related(chosen[a], outputs[b]) if a is not None else outputs[b]
                 obj = objects[i]
                 if obj not in candidates:  # cannot happen: assign() chose members
                     raise TemplateNotApplicable
@@ -544,12 +512,8 @@ class QuestionGenerator:
 
     @staticmethod
     def _distance(nodes: Sequence[TemplateNode], consumer: Mapping[int, int], node: int, target: int) -> int:
-        distance = 0
-        while node != target:
-            node = consumer[node]
-            if nodes[node].type in OBJECT_NODES:
-                distance += 1
-        return distance
+        """:func:`~clevr_poc.generation.template_shape.node_distance`."""
+        return node_distance(nodes, consumer, node, target)
 
     @staticmethod
     def _describe(scene: Scene, obj: int, candidates: frozenset[int], allowed: list[str],
