@@ -3,6 +3,8 @@ generator's cheap pre-filter of questions whose answer would be the whole domain
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from clevr_poc.environments.environment import Environment
@@ -10,7 +12,7 @@ from clevr_poc.errors import SolverTimeoutError
 from clevr_poc.solver.control import make_control
 from clevr_poc.solver.programs import environment_program, object_symbols
 from clevr_poc.solver.watchdog import solve_brave
-from clevr_poc.scene import Scene
+from clevr_poc.scene import Scene, SceneObject
 
 #: A possible look of the hidden object: (color, shape, size, material, region).
 Candidate = tuple[str, str, str, str, int]
@@ -28,7 +30,13 @@ def _candidates_by_scene_check(environment: Environment, partial: Scene) -> froz
     objects, region capacity, counting templates). About a hundred times faster than enumerating the
     candidates with clingo; ``tests/test_questions.py`` checks both agree. None when it does not apply
     (object count differs from N-1)."""
-    if len(partial) != environment.num_objects - 1:
+    return candidates_of_visible(environment, partial.objects)
+
+
+def candidates_of_visible(environment: Environment, visible: Sequence[SceneObject]) -> frozenset[Candidate] | None:
+    """:func:`_candidates_by_scene_check` of a partial scene whose objects are ``visible`` (issue 27: the
+    question generator asks before it makes the partial scene, which a hopeless question never needs)."""
+    if len(visible) != environment.num_objects - 1:
         return None
     key = environment.constraints_asp()
     entry = _SCENE_CHECKS.get(key)
@@ -44,7 +52,7 @@ def _candidates_by_scene_check(environment: Environment, partial: Scene) -> froz
         return frozenset()
     from clevr_poc.generation.object_types import TYPE_TUPLES, type_id  # imported on first use
 
-    others = np.fromiter(map(type_id, partial.objects), dtype=np.int64, count=len(partial.objects))
+    others = np.fromiter(map(type_id, visible), dtype=np.int64, count=len(visible))
     ok = check.object_replacements_row(others, allowed)  # one scene (issue 27: about 35% less time)
     ids = allowed[ok]
     result = frozenset(map(TYPE_TUPLES.__getitem__, ids.tolist()))

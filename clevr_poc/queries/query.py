@@ -332,17 +332,24 @@ def _malformed(head: object, body: object) -> str | None:
         elif type(literal) is not Inequality:
             return f"{literal!r} is not an Atom or an Inequality"
         for term in literal.terms:
-            if type(term) is Variable:
-                ok = _VARIABLE_NAME.fullmatch(term) is not None
-            elif type(term) is Constant:
-                ok = _CONSTANT_NAME.fullmatch(term) is not None
-            elif type(term) is Number:
+            kind = type(term)
+            if kind is Variable or kind is Constant:
+                if (kind, term) in _WELL_FORMED:  # issue 27: each name is matched once
+                    continue
+                ok = (_VARIABLE_NAME if kind is Variable else _CONSTANT_NAME).fullmatch(term) is not None
+                if ok and len(_WELL_FORMED) < 65536:
+                    _WELL_FORMED.add((kind, str(term)))
+            elif kind is Number:
                 ok = term >= 0
             else:
                 ok = False
             if not ok:
                 return f"{term!r} is not a variable, a constant or a number 0..{MAX_OBJECT_ID}"
     return None
+
+
+#: (Variable or Constant, name) pairs :func:`_malformed` has found well formed.
+_WELL_FORMED: set[tuple[type, str]] = set()
 
 
 @dataclass(frozen=True)
