@@ -69,6 +69,8 @@ def candidate_bits(candidates: frozenset[Candidate]) -> int | None:
     global _LAST_BITS
     last = _LAST_BITS
     if last is not None and last[0] is candidates:
+        if type(last[1]) is not int:  # the type ids of a hidden_candidates result: made into bits now
+            return _remember_bits(candidates, last[1], now=True)
         return last[1]
     from clevr_poc.generation.object_types import TYPE_OF_TUPLE
 
@@ -78,11 +80,16 @@ def candidate_bits(candidates: frozenset[Candidate]) -> int | None:
         return None
     if None in ids:
         return None
-    return _remember_bits(candidates, np.asarray(ids, dtype=np.int64))
+    return _remember_bits(candidates, np.asarray(ids, dtype=np.int64), now=True)
 
 
-def _remember_bits(candidates: frozenset[Candidate], ids: np.ndarray) -> int:
+def _remember_bits(candidates: frozenset[Candidate], ids: np.ndarray, now: bool = False) -> int | None:
+    """Keep ``candidates``' type ids ``ids``; made into bits now or on the first :func:`candidate_bits`
+    (a hopeless question never asks)."""
     global _LAST_BITS
+    if not now:
+        _LAST_BITS = (candidates, ids)
+        return None
     from clevr_poc.generation.object_types import NUM_TYPES
 
     present = np.zeros(NUM_TYPES, dtype=bool)
@@ -92,7 +99,7 @@ def _remember_bits(candidates: frozenset[Candidate], ids: np.ndarray) -> int:
     return bits
 
 
-_LAST_BITS: tuple[frozenset, int] | None = None
+_LAST_BITS: tuple[frozenset, int | np.ndarray] | None = None
 
 
 def field_bits() -> tuple[dict[object, int], ...]:

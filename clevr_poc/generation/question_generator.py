@@ -171,12 +171,12 @@ def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], a
     if obj not in candidates:  # then no description singles it out
         raise TemplateNotApplicable
     values = index.values
-    description = {a: values[a][obj] for a in order[:k]}
+    description = {}
     mask = 0
     for a in order[:k]:
+        description[a] = values[a][obj]
         mask |= ATTRIBUTE_BIT[a]
-    others = list(map(index.differences(obj).__getitem__, candidates))
-    others.remove(0)  # obj's own row entry (no attribute differs); another 0 is another candidate
+    others = index.others(obj, candidates)
     rest = order[k:]
     while True:
         if all(map(mask.__and__, others)):  # every other candidate differs in a described attribute

@@ -366,15 +366,16 @@ def question_text(instance: Instance, rng: random.Random) -> str:
     return tidy_text(text)
 
 
-_SPACES = re.compile(r"\s+")
-_SPACE_BEFORE_PUNCTUATION = re.compile(r" ([?;,.])")
 _A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
 
 
 def tidy_text(text: str) -> str:
-    """Collapse spaces, drop spaces before punctuation, ``a`` -> ``an`` before a vowel, capitalise
-    (patterns compiled once: issue 27)."""
-    text = _SPACES.sub(" ", text).strip()
-    text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", text)
+    """Collapse spaces, drop spaces before punctuation, ``a`` -> ``an`` before a vowel, capitalise.
+
+    Issue 27: ``" ".join(text.split())`` is ``re.sub(r"\s+", " ", text).strip()`` (both split at
+    ``str.isspace`` characters), and with single spaces left, replacing `` ?``, `` ;``, `` ,`` and
+    `` .`` is ``re.sub(r" ([?;,.])", r"\1", text)``; the a/an pattern is compiled once."""
+    text = " ".join(text.split())
+    text = text.replace(" ?", "?").replace(" ;", ";").replace(" ,", ",").replace(" .", ".")
     text = _A_BEFORE_VOWEL.sub(r"\1n ", text)
     return text[:1].upper() + text[1:]

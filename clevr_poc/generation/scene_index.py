@@ -25,7 +25,7 @@ class SceneIndex:
         values: attribute -> the N objects' values (``values["color"][p]`` is ``scene.objects[p].color``).
     """
 
-    __slots__ = ("scene", "everything", "values", "_holders", "_related", "_differences", "_groups")
+    __slots__ = ("scene", "everything", "values", "_holders", "_related", "_differences", "_groups", "_others")
 
     def __init__(self, scene: Scene) -> None:
         objects = scene.objects
@@ -36,6 +36,7 @@ class SceneIndex:
         self._related: dict[tuple[str, int], frozenset[int]] = {}
         self._differences: dict[int, list[int]] = {}
         self._groups: list[tuple[int, list[str], dict[str, list[int]]]] | None = None
+        self._others: dict[tuple[int, frozenset[int]], tuple[int, ...]] = {}
 
     def holders(self, obj: int) -> dict[str, list[int]]:
         """rel -> every p, ascending, with ``obj in scene.relationships[rel][p]`` ("obj is rel of p"), for
@@ -72,6 +73,21 @@ class SceneIndex:
                     row[p] &= ~bit
             self._differences[obj] = row
         return row
+
+
+    def others(self, obj: int, candidates: frozenset[int]) -> tuple[int, ...]:
+        """The distinct :meth:`differences` of ``obj`` to the members of ``candidates`` (which holds
+        ``obj``) other than ``obj`` itself, one entry per pattern: a description singles ``obj`` out when
+        it sets a bit of every one (kept per (obj, candidates): tries of one question meet the same
+        sets; issue 27)."""
+        key = (obj, candidates)
+        patterns = self._others.get(key)
+        if patterns is None:
+            row = self.differences(obj)
+            rows = list(map(row.__getitem__, candidates))
+            rows.remove(0)  # obj's own entry (no attribute differs); another 0 is another candidate
+            patterns = self._others[key] = tuple(set(rows))
+        return patterns
 
 
 _ALL_BITS = sum(ATTRIBUTE_BIT.values())
