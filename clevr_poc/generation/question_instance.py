@@ -372,9 +372,9 @@ _A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
 def tidy_text(text: str) -> str:
     """Collapse spaces, drop spaces before punctuation, ``a`` -> ``an`` before a vowel, capitalise.
 
-    Issue 27: ``" ".join(text.split())`` is ``re.sub(r"\s+", " ", text).strip()`` (both split at
+    Issue 27: ``" ".join(text.split())`` is ``re.sub(r"\\s+", " ", text).strip()`` (both split at
     ``str.isspace`` characters), and with single spaces left, replacing `` ?``, `` ;``, `` ,`` and
-    `` .`` is ``re.sub(r" ([?;,.])", r"\1", text)``; the a/an pattern is compiled once."""
+    `` .`` is ``re.sub(r" ([?;,.])", r"\\1", text)``; the a/an pattern is compiled once."""
     text = " ".join(text.split())
     text = text.replace(" ?", "?").replace(" ;", ";").replace(" ,", ",").replace(" .", ".")
     text = _A_BEFORE_VOWEL.sub(r"\1n ", text)
