@@ -66,9 +66,11 @@ def official_asp_query(instance: Instance) -> SanitizedQuery:
 
     Issue 27: the rewrite depends on the template and the variables only, not on the values (see
     :class:`_OfficialPlan`), so it is made once per (template, variables) and then filled with each
-    instance's values: the same body, checked as a :class:`SanitizedQuery` as before, about 2.3x faster
-    (27 against 62 us per query on the 2000 benchmark examples; ``tests/test_questions.py`` compares
-    both paths on every template). Values outside the domains take the rewrite, which says why."""
+    instance's values: the same body, checked as a :class:`SanitizedQuery` as before (whose check now
+    looks literals up, :func:`~clevr_poc.queries.query.analyse`): 25-27 against 65-67 us per query
+    (x2.5, the 1,816 queries of 1,000 benchmark examples, GC off, load 3-5;
+    ``tests/test_question_fast_paths.py`` compares both paths on every template, errors included).
+    Values outside the domains take the rewrite, which says why."""
     template = instance.template
     key = (id(template), tuple(instance.variables.items()))
     entry = _PLANS.get(key)
@@ -254,7 +256,8 @@ def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: 
     bits = candidate_bits(candidates) if type(candidates) is frozenset else None
     if bits is not None:
         # issue 27: the candidates as a set of object types (a Python int), each (field, value) a fixed
-        # set: a few integer ANDs instead of a pass over ~100 candidates; the same values
+        # set: a few integer ANDs instead of a pass over ~110 candidates; the same values (16 -> 12 us
+        # per call where the bits are made from the tuples, less where hidden_candidates left them)
         tables = field_bits()
         pool = 0
         for region in regions:

@@ -117,7 +117,8 @@ _INLINE = hasattr(random.Random, "_randbelow") and _inline_draws_agree()
 def shuffled_cut(rng: random.Random, allowed: Sequence[str]) -> tuple[list[str], int]:
     """``order = list(allowed); rng.shuffle(order); k = rng.randint(0, len(order))``: the same draws
     and results, made inline for a plain :class:`random.Random` when the import-time check
-    (:func:`_inline_draws_agree`) found them equal (issue 27: about 2x faster than the two calls)."""
+    (:func:`_inline_draws_agree`) found them equal (issue 27: 3.7-4.2 against 4.7-5.0 us per call for
+    four attributes, timeit at load 4)."""
     order = list(allowed)
     if _INLINE and type(rng) is random.Random:
         return _inline(rng, order)
