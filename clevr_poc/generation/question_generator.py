@@ -309,7 +309,8 @@ class QuestionGenerator:
         if len(complete_scene) != environment.num_objects:
             raise FormatError(f"the complete scene has {len(complete_scene)} objects but the environment declares "
                               f"{environment.num_objects}", field="num_objects", value=len(complete_scene))
-        missing = [r for r in domain.RELATIONS if len(complete_scene.relationships.get(r, ())) != len(complete_scene)]
+        count = len(complete_scene)
+        missing = [r for r in domain.RELATIONS if len(complete_scene.relationships.get(r, ())) != count]
         if missing:
             raise FormatError("the complete scene needs relationships for every object", field="relationships",
                               value=missing)
