@@ -51,9 +51,9 @@ into a plan made once per (template, variables) (:func:`~clevr_poc.generation.qu
 the intended answer is a few integer ANDs over object-type bit sets; instantiation reads decoded
 template shapes (:mod:`clevr_poc.generation.template_shape`) and per-(object, candidates) difference
 patterns (:meth:`SceneIndex.others <clevr_poc.generation.scene_index.SceneIndex.others>`). The same
-draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.76 of main's CPU
-time (median of 8 alternating rounds over the recorded calls of 1,000 benchmark examples, load 4-5;
-docs/benchmarks.md).
+draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.77-0.82 of main's
+CPU time (three runs of 8-10 alternating rounds over the recorded calls of 1,000 benchmark examples,
+load 4-6; docs/benchmarks.md).
 
 **Two halves.** ``generate`` is :meth:`QuestionGenerator.prepare` (checks, candidates, the hopeless
 test: no reasoner call) then :meth:`QuestionGenerator.ask` (the tries). The example generator checks a
@@ -86,7 +86,7 @@ from clevr_poc.generation.question_instance import (
     VARIABLES, Instance, asp_query, functional_program, intended_query, official_asp_query, possible_values,
     question_text,
 )
-from clevr_poc.generation.template_files import OBJECT_NODES, QuestionTemplate, TemplateNode, load_templates
+from clevr_poc.generation.template_files import QuestionTemplate, TemplateNode, load_templates
 from clevr_poc.generation.template_shape import (
     INTERSECT, OBJECT, RELATE, SAME, SCENE, TemplateShape as _TemplateShape, node_distance,
     same_attribute as _same_attribute, shuffled_cut,
@@ -176,7 +176,8 @@ def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], a
                       rng: random.Random) -> dict[str, str]:
     """:meth:`QuestionGenerator._describe` on the scene's :class:`SceneIndex`: the same draws and the same
     description; a candidate p matches the description when none of its attributes' bits is set in
-    ``index.differences(obj)[p]``."""
+    ``index.differences(obj)[p]`` (issue 27: tested on the distinct patterns, :meth:`SceneIndex.others`,
+    after draws made by :func:`~clevr_poc.generation.template_shape.shuffled_cut`)."""
     order, k = shuffled_cut(rng, allowed)  # rng.shuffle, rng.randint(0, len(order)): the same draws
     if obj not in candidates:  # then no description singles it out
         raise TemplateNotApplicable
