@@ -3,6 +3,8 @@ generator's cheap pre-filter of questions whose answer would be the whole domain
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from clevr_poc.environments.environment import Environment
@@ -10,7 +12,7 @@ from clevr_poc.errors import SolverTimeoutError
 from clevr_poc.solver.control import make_control
 from clevr_poc.solver.programs import environment_program, object_symbols
 from clevr_poc.solver.watchdog import solve_brave
-from clevr_poc.scene import Scene
+from clevr_poc.scene import Scene, SceneObject
 
 #: A possible look of the hidden object: (color, shape, size, material, region).
 Candidate = tuple[str, str, str, str, int]
@@ -28,24 +30,94 @@ def _candidates_by_scene_check(environment: Environment, partial: Scene) -> froz
     objects, region capacity, counting templates). About a hundred times faster than enumerating the
     candidates with clingo; ``tests/test_questions.py`` checks both agree. None when it does not apply
     (object count differs from N-1)."""
-    from clevr_poc.generation.object_types import TYPE_TUPLES, type_id
-    from clevr_poc.generation.scene_check import SceneCheck
-    from clevr_poc.generation.scene_programs import allowed_types
+    return candidates_of_visible(environment, partial.objects)
 
-    if len(partial) != environment.num_objects - 1:
+
+def candidates_of_visible(environment: Environment, visible: Sequence[SceneObject]) -> frozenset[Candidate] | None:
+    """:func:`_candidates_by_scene_check` of a partial scene whose objects are ``visible`` (issue 27: the
+    question generator asks before it makes the partial scene, which a hopeless question never needs)."""
+    if len(visible) != environment.num_objects - 1:
         return None
     key = environment.constraints_asp()
     entry = _SCENE_CHECKS.get(key)
     if entry is None:
+        from clevr_poc.generation.scene_check import SceneCheck
+        from clevr_poc.generation.scene_programs import allowed_types
+
         if len(_SCENE_CHECKS) >= 256:
             _SCENE_CHECKS.pop(next(iter(_SCENE_CHECKS)))
         entry = _SCENE_CHECKS[key] = (allowed_types(environment.constraints), SceneCheck(environment.constraints))
     allowed, check = entry
     if len(allowed) == 0:
         return frozenset()
-    others = np.array([type_id(o) for o in partial.objects], dtype=np.int64)
+    from clevr_poc.generation.object_types import TYPE_TUPLES, type_id  # imported on first use
+
+    others = np.fromiter(map(type_id, visible), dtype=np.int64, count=len(visible))
     ok = check.object_replacements_row(others, allowed)  # one scene (issue 27: about 35% less time)
-    return frozenset(TYPE_TUPLES[tid] for tid in allowed[ok].tolist())
+    ids = allowed[ok]
+    result = frozenset(map(TYPE_TUPLES.__getitem__, ids.tolist()))
+    _remember_bits(result, ids)
+    return result
+
+
+def candidate_bits(candidates: frozenset[Candidate]) -> int | None:
+    """``candidates`` as a set of object type ids (:mod:`~clevr_poc.generation.object_types`): bit t is set
+    when ``TYPE_TUPLES[t]`` is a candidate; None when a candidate is not an object type. Kept for the
+    last set asked about and for the last :func:`hidden_candidates` result (issue 27: the question
+    generator's :func:`~clevr_poc.generation.question_instance.possible_values` reads it several
+    times per question)."""
+    global _LAST_BITS
+    last = _LAST_BITS
+    if last is not None and last[0] is candidates:
+        if type(last[1]) is not int:  # the type ids of a hidden_candidates result: made into bits now
+            return _remember_bits(candidates, last[1], now=True)
+        return last[1]
+    from clevr_poc.generation.object_types import TYPE_OF_TUPLE
+
+    try:
+        ids = [TYPE_OF_TUPLE.get(c) for c in candidates]
+    except TypeError:  # an unhashable candidate
+        return None
+    if None in ids:
+        return None
+    return _remember_bits(candidates, np.asarray(ids, dtype=np.int64), now=True)
+
+
+def _remember_bits(candidates: frozenset[Candidate], ids: np.ndarray, now: bool = False) -> int | None:
+    """Keep ``candidates``' type ids ``ids``; made into bits now or on the first :func:`candidate_bits`
+    (a hopeless question never asks)."""
+    global _LAST_BITS
+    if not now:
+        _LAST_BITS = (candidates, ids)
+        return None
+    from clevr_poc.generation.object_types import NUM_TYPES
+
+    present = np.zeros(NUM_TYPES, dtype=bool)
+    present[ids] = True
+    bits = int.from_bytes(np.packbits(present, bitorder="little").tobytes(), "little")
+    _LAST_BITS = (candidates, bits)
+    return bits
+
+
+_LAST_BITS: tuple[frozenset, int | np.ndarray] | None = None
+
+
+def field_bits() -> tuple[dict[object, int], ...]:
+    """Per :data:`Candidate` field (color, shape, size, material, region), value -> the set of object
+    type ids with that value (bits as in :func:`candidate_bits`)."""
+    global _FIELD_BITS
+    if _FIELD_BITS is None:
+        from clevr_poc.generation.object_types import TYPE_TUPLES
+
+        tables: tuple[dict[object, int], ...] = ({}, {}, {}, {}, {})
+        for t, values in enumerate(TYPE_TUPLES):
+            for table, value in zip(tables, values):
+                table[value] = table.get(value, 0) | (1 << t)
+        _FIELD_BITS = tables
+    return _FIELD_BITS
+
+
+_FIELD_BITS: tuple[dict[object, int], ...] | None = None
 
 
 def hidden_candidates(environment: Environment, partial: Scene, *, time_limit: float = 10.0,

@@ -45,6 +45,16 @@ calling the Reasoner (the official answer contains the intended one). When even 
 all of the hidden object's other attributes and its region fill the domain, no template can succeed and
 ``generate`` returns None at once. Gold answers always come from the Reasoner.
 
+**The Python around the Reasoner (issue 27, question path).** ``prepare`` makes the partial scene only
+for questions that are not hopeless and tests hopelessness by look-ups; the official query is filled
+into a plan made once per (template, variables) (:func:`~clevr_poc.generation.question_instance.official_asp_query`);
+the intended answer is a few integer ANDs over object-type bit sets; instantiation reads decoded
+template shapes (:mod:`clevr_poc.generation.template_shape`) and per-(object, candidates) difference
+patterns (:meth:`SceneIndex.others <clevr_poc.generation.scene_index.SceneIndex.others>`). The same
+draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.77-0.82 of main's
+CPU time (three runs of 8-10 alternating rounds over the recorded calls of 1,000 benchmark examples,
+load 4-6; docs/benchmarks.md).
+
 **Two halves.** ``generate`` is :meth:`QuestionGenerator.prepare` (checks, candidates, the hopeless
 test: no reasoner call) then :meth:`QuestionGenerator.ask` (the tries). The example generator checks a
 layout's visibility between the two, and runs the tries of a rejected layout with Python verdicts
@@ -61,21 +71,25 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.answer_balancer import AnswerBalancer
-from clevr_poc.generation.candidate_objects import CANDIDATE_FIELD, Candidate, hidden_candidates
+from clevr_poc.generation.candidate_objects import (
+    CANDIDATE_FIELD, Candidate, candidates_of_visible, hidden_candidates,
+)
 from clevr_poc.generation.scene_index import ATTRIBUTE_BIT, SceneIndex, scene_index
 from clevr_poc.generation.question_instance import (
     VARIABLES, Instance, asp_query, functional_program, intended_query, official_asp_query, possible_values,
     question_text,
 )
-from clevr_poc.generation.template_files import (
-    DESCRIPTION_ORDER, OBJECT_NODES, QuestionTemplate, TemplateNode, load_templates,
+from clevr_poc.generation.template_files import QuestionTemplate, TemplateNode, load_templates
+from clevr_poc.generation.template_shape import (
+    INTERSECT, OBJECT, RELATE, SAME, SCENE, TemplateShape as _TemplateShape, node_distance,
+    same_attribute as _same_attribute, shuffled_cut,
 )
 from clevr_poc.question import Question
 from clevr_poc.scene import Scene, SceneObject
@@ -158,77 +172,31 @@ def _python_verdict(world, query, hidden_value: str) -> frozenset[str] | None:
     return answer if answer is not None and hidden_value in answer else None
 
 
-def _same_attribute(node_type: str) -> str:
-    """The attribute of a ``same_<attribute>`` node (KeyError for an unknown one, as
-    :meth:`~clevr_poc.scene.SceneObject.attribute`)."""
-    attribute = node_type[len("same_"):]
-    if attribute not in domain.ATTRIBUTES:
-        raise KeyError(f"unknown attribute {attribute!r}; expected one of {domain.ATTRIBUTES}")
-    return attribute
-
-
 def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], allowed: Sequence[str],
                       rng: random.Random) -> dict[str, str]:
     """:meth:`QuestionGenerator._describe` on the scene's :class:`SceneIndex`: the same draws and the same
     description; a candidate p matches the description when none of its attributes' bits is set in
-    ``index.differences(obj)[p]``."""
-    order = list(allowed)
-    rng.shuffle(order)
-    k = rng.randint(0, len(order))
+    ``index.differences(obj)[p]`` (issue 27: tested on the distinct patterns, :meth:`SceneIndex.others`,
+    after draws made by :func:`~clevr_poc.generation.template_shape.shuffled_cut`)."""
+    order, k = shuffled_cut(rng, allowed)  # rng.shuffle, rng.randint(0, len(order)): the same draws
     if obj not in candidates:  # then no description singles it out
         raise TemplateNotApplicable
     values = index.values
-    description = {a: values[a][obj] for a in order[:k]}
+    description = {}
     mask = 0
     for a in order[:k]:
+        description[a] = values[a][obj]
         mask |= ATTRIBUTE_BIT[a]
-    row = index.differences(obj)
-    others = [row[p] for p in candidates if p != obj]
+    others = index.others(obj, candidates)
     rest = order[k:]
     while True:
-        for bits in others:
-            if not bits & mask:
-                break  # another candidate matches
-        else:
+        if all(map(mask.__and__, others)):  # every other candidate differs in a described attribute
             return description
         if not rest:
             raise TemplateNotApplicable
         attribute = rest.pop(0)
         description[attribute] = values[attribute][obj]
         mask |= ATTRIBUTE_BIT[attribute]
-
-
-class _TemplateShape:
-    """What instantiating a template needs of the template alone: the query object's node, per object
-    node its description slots ``((attribute, slot), ...)`` and the attributes it may describe (not
-    ``NULL``-constrained), the ``OUT_NEQ`` node pairs, and the ASP variables of a set of object nodes."""
-
-    __slots__ = ("nodes", "query_object", "descriptions", "out_neq", "consumer", "_variables")
-
-    def __init__(self, template: QuestionTemplate) -> None:
-        nodes = template.nodes
-        self.nodes = nodes
-        self.query_object = nodes[-1].inputs[0]
-        self.consumer = {j: i for i, n in enumerate(nodes) for j in n.inputs}
-        self.descriptions: dict[int, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
-        for i, node in enumerate(nodes):
-            if node.type in OBJECT_NODES:
-                slots = dict(zip(DESCRIPTION_ORDER, node.side_inputs[-4:]))
-                self.descriptions[i] = (tuple(slots.items()),
-                                        tuple(a for a in DESCRIPTION_ORDER if slots[a] not in template.null_params))
-        self.out_neq = tuple(tuple(c.params) for c in template.constraints if c.type == "OUT_NEQ")
-        self._variables: dict[tuple[int, ...], tuple[tuple[int, str], ...]] = {}
-
-    def variables(self, object_nodes: Iterable[int]) -> tuple[tuple[int, str], ...]:
-        """``(node, variable)`` pairs: X for the query object, then by distance from it (ties: later node
-        first)."""
-        key = tuple(object_nodes)
-        pairs = self._variables.get(key)
-        if pairs is None:
-            dist = {i: QuestionGenerator._distance(self.nodes, self.consumer, i, self.query_object) for i in key}
-            pairs = self._variables[key] = tuple(
-                (i, VARIABLES[k]) for k, i in enumerate(sorted(key, key=lambda i: (dist[i], -i))))
-        return pairs
 
 
 class QuestionGenerator:
@@ -267,11 +235,25 @@ class QuestionGenerator:
         self.require_unambiguous = require_unambiguous
         self.rejections: Counter[str] = Counter()
         self._shapes: dict[int, tuple[QuestionTemplate, _TemplateShape]] = {}
+        self._templates_for: dict[tuple[str, str | None], tuple[tuple, tuple[QuestionTemplate, ...]]] = {}
 
     # ------------------------------------------------------------------ public API
     def templates_for(self, attribute: str, family: str | None = None) -> list[QuestionTemplate]:
-        """Templates querying ``attribute`` (optionally of one family)."""
-        return [t for t in self.templates if t.query_attribute == attribute and (family is None or t.family == family)]
+        """Templates querying ``attribute`` (optionally of one family): a new list each call, made from
+        one kept per (attribute, family) (issue 27: ``prepare`` asks on every call; ``templates`` is a
+        tuple)."""
+        try:
+            found = self._templates_for.get((attribute, family))
+        except TypeError:  # unhashable arguments: no look-up
+            found = None
+        if found is None or found[0] is not self.templates:
+            found = (self.templates, tuple(t for t in self.templates if t.query_attribute == attribute
+                                           and (family is None or t.family == family)))
+            try:
+                self._templates_for[(attribute, family)] = found
+            except TypeError:
+                pass
+        return list(found[1])
 
     def choose_attribute(self, rng: random.Random, family: str | None = None) -> str:
         """Draw a query attribute with :attr:`attribute_shares`, among attributes some template (of
@@ -328,7 +310,8 @@ class QuestionGenerator:
         if len(complete_scene) != environment.num_objects:
             raise FormatError(f"the complete scene has {len(complete_scene)} objects but the environment declares "
                               f"{environment.num_objects}", field="num_objects", value=len(complete_scene))
-        missing = [r for r in domain.RELATIONS if len(complete_scene.relationships.get(r, ())) != len(complete_scene)]
+        count = len(complete_scene)
+        missing = [r for r in domain.RELATIONS if len(complete_scene.relationships.get(r, ())) != count]
         if missing:
             raise FormatError("the complete scene needs relationships for every object", field="relationships",
                               value=missing)
@@ -343,11 +326,17 @@ class QuestionGenerator:
         by_family: dict[str, list[QuestionTemplate]] = {}
         for template in eligible:
             by_family.setdefault(template.family, []).append(template)
-        partial = complete_scene.without_object(hidden_index)
         hidden_object = complete_scene.objects[hidden_index]
         hidden_value = hidden_object.attribute(attribute)
-        candidates = hidden_candidates(environment, partial, time_limit=getattr(self.reasoner, "time_limit", 10.0),
-                                       reasoner=self.reasoner)
+        # the partial scene is made once the question is not hopeless (issue 27: 40% of the benchmark's
+        # calls are); its objects are all the candidates need (the scene check always applies here)
+        objects = complete_scene.objects
+        candidates = candidates_of_visible(environment, objects[:hidden_index] + objects[hidden_index + 1:])
+        partial = None
+        if candidates is None:
+            partial = complete_scene.without_object(hidden_index)
+            candidates = hidden_candidates(environment, partial, reasoner=self.reasoner,
+                                           time_limit=getattr(self.reasoner, "time_limit", 10.0))
         truth = (hidden_object.color, hidden_object.shape, hidden_object.size, hidden_object.material,
                  hidden_object.region)
         if truth not in candidates:
@@ -356,13 +345,15 @@ class QuestionGenerator:
                 f"partial scene: the complete scene does not satisfy environment {environment.id}")
         # every question's intended answer contains the values of the candidates that share the hidden
         # object's other three attributes and its region: if those already fill the domain, give up now
+        # (issue 27: one look-up per value of the domain, not a pass over the candidates)
         position = CANDIDATE_FIELD[attribute]
-        others = itemgetter(*(i for i in range(5) if i != position))
-        shared = others(truth)
-        floor = {c[position] for c in candidates if others(c) == shared}
+        floor = [value for value in domain.DOMAINS[attribute]
+                 if truth[:position] + (value,) + truth[position + 1:] in candidates]
         if len(floor) >= len(domain.DOMAINS[attribute]):
             self.rejections["hopeless"] += 1
             return None
+        if partial is None:
+            partial = complete_scene.without_object(hidden_index)
         return PreparedQuestion(environment, complete_scene, hidden_index, attribute, by_family, partial,
                                 hidden_value, candidates)
 
@@ -469,12 +460,12 @@ class QuestionGenerator:
 
         def relate(param: str, object_node: int, obj: int) -> None:
             # "obj is R of ref": obj in relationships[R][ref]
-            options = {r: [p for p in held if p not in used] for r, held in holders(obj).items()}
-            relations = [r for r in domain.RELATIONS if options[r]]
+            held = holders(obj)
+            relations = [r for r in domain.RELATIONS if not used.issuperset(held[r])]
             if not relations:
                 raise TemplateNotApplicable
             relation = rng.choice(relations)
-            ref = rng.choice(options[relation])
+            ref = rng.choice([p for p in held[relation] if p not in used])
             chosen[param] = relation
             used.add(ref)
             assign(object_node, ref)
@@ -505,24 +496,20 @@ class QuestionGenerator:
 
         # forward pass: descriptions that make every filter_unique yield its object
         outputs = instance.outputs
-        for i, node in enumerate(nodes):
-            kind = node.type
-            if kind == "scene":
+        for i, code, a, b in shape.forward:  # node types decoded once per template (issue 27)
+            if code == SCENE:
                 outputs[i] = index.everything
-            elif kind == "relate":
-                outputs[i] = related(chosen[node.side_inputs[0]], outputs[node.inputs[0]])
-            elif kind == "intersect":
-                outputs[i] = outputs[node.inputs[0]] & outputs[node.inputs[1]]
-            elif kind.startswith("same_"):
-                column = values[_same_attribute(kind)]
-                ref = outputs[node.inputs[0]]
+            elif code == RELATE:
+                outputs[i] = related(chosen[a], outputs[b])
+            elif code == INTERSECT:
+                outputs[i] = outputs[a] & outputs[b]
+            elif code == SAME:
+                column = values[a if a is not None else _same_attribute(nodes[i].type)]
+                ref = outputs[b]
                 value = column[ref]
                 outputs[i] = frozenset(p for p, v in enumerate(column) if p != ref and v == value)
-            elif kind in OBJECT_NODES:
-                if kind == "relate_filter_unique":
-                    candidates = related(chosen[node.side_inputs[0]], outputs[node.inputs[0]])
-                else:
-                    candidates = outputs[node.inputs[0]]
+            elif code == OBJECT:
+                candidates = related(chosen[a], outputs[b]) if a is not None else outputs[b]
                 obj = objects[i]
                 if obj not in candidates:  # cannot happen: assign() chose members
                     raise TemplateNotApplicable
@@ -547,12 +534,8 @@ class QuestionGenerator:
 
     @staticmethod
     def _distance(nodes: Sequence[TemplateNode], consumer: Mapping[int, int], node: int, target: int) -> int:
-        distance = 0
-        while node != target:
-            node = consumer[node]
-            if nodes[node].type in OBJECT_NODES:
-                distance += 1
-        return distance
+        """:func:`~clevr_poc.generation.template_shape.node_distance`."""
+        return node_distance(nodes, consumer, node, target)
 
     @staticmethod
     def _describe(scene: Scene, obj: int, candidates: frozenset[int], allowed: list[str],

@@ -25,7 +25,7 @@ class SceneIndex:
         values: attribute -> the N objects' values (``values["color"][p]`` is ``scene.objects[p].color``).
     """
 
-    __slots__ = ("scene", "everything", "values", "_holders", "_related", "_differences")
+    __slots__ = ("scene", "everything", "values", "_holders", "_related", "_differences", "_groups", "_others")
 
     def __init__(self, scene: Scene) -> None:
         objects = scene.objects
@@ -35,6 +35,8 @@ class SceneIndex:
         self._holders: dict[int, dict[str, list[int]]] = {}
         self._related: dict[tuple[str, int], frozenset[int]] = {}
         self._differences: dict[int, list[int]] = {}
+        self._groups: list[tuple[int, list[str], dict[str, list[int]]]] | None = None
+        self._others: dict[tuple[int, frozenset[int]], tuple[int, ...]] = {}
 
     def holders(self, obj: int) -> dict[str, list[int]]:
         """rel -> every p, ascending, with ``obj in scene.relationships[rel][p]`` ("obj is rel of p"), for
@@ -59,15 +61,44 @@ class SceneIndex:
         and ``obj`` (a description ``D`` of ``obj`` matches p when ``differences(obj)[p] & bits(D) == 0``)."""
         row = self._differences.get(obj)
         if row is None:
-            row = [0] * len(self.everything)
-            for attribute, bit in ATTRIBUTE_BIT.items():
-                column = self.values[attribute]
-                mine = column[obj]
-                for p, value in enumerate(column):
-                    if value != mine:
-                        row[p] |= bit
+            # every bit set, then cleared for the objects that share obj's value (issue 27: a few
+            # objects per attribute instead of all of them)
+            groups = self._groups
+            if groups is None:
+                groups = self._groups = [(bit, self.values[attribute], _positions(self.values[attribute]))
+                                         for attribute, bit in ATTRIBUTE_BIT.items()]
+            row = [_ALL_BITS] * len(self.everything)
+            for bit, column, positions in groups:
+                for p in positions[column[obj]]:
+                    row[p] &= ~bit
             self._differences[obj] = row
         return row
+
+
+    def others(self, obj: int, candidates: frozenset[int]) -> tuple[int, ...]:
+        """The distinct :meth:`differences` of ``obj`` to the members of ``candidates`` (which holds
+        ``obj``) other than ``obj`` itself, one entry per pattern: a description singles ``obj`` out when
+        it sets a bit of every one (kept per (obj, candidates): tries of one question meet the same
+        sets; issue 27)."""
+        key = (obj, candidates)
+        patterns = self._others.get(key)
+        if patterns is None:
+            row = self.differences(obj)
+            rows = list(map(row.__getitem__, candidates))
+            rows.remove(0)  # obj's own entry (no attribute differs); another 0 is another candidate
+            patterns = self._others[key] = tuple(set(rows))
+        return patterns
+
+
+_ALL_BITS = sum(ATTRIBUTE_BIT.values())
+
+
+def _positions(column: list[str]) -> dict[str, list[int]]:
+    """value -> the positions holding it, ascending."""
+    positions: dict[str, list[int]] = {}
+    for p, value in enumerate(column):
+        positions.setdefault(value, []).append(p)
+    return positions
 
 
 _LAST: tuple[Scene, SceneIndex] | None = None
