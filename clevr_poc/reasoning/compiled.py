@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 import clingo
@@ -132,12 +133,63 @@ def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
 
 def _atom_key(text: str) -> tuple:
     """``("q_property", 0, "color", "red")`` of the atom ``q_property(0,color,red)``: its name, then its
-    arguments (numbers as ints, constants as names). One symbol-to-text call per atom instead of one clingo
-    call per argument and attribute (issue 27: every worker reads an environment's program); the atoms read
-    here (the externals, ``hasProperty/3``, ``at/2`` and the relations) have only number and constant
-    arguments."""
+    arguments (numbers as ints, constants as names). Kept for reading programs atom by atom (tests compare
+    :class:`EnvironmentSolver`'s tables with such a walk); the atoms read here have only number and
+    constant arguments."""
     name, _, rest = text.partition("(")
     return (name, *(int(a) if a.isdigit() else a for a in rest[:-1].split(",")))
+
+
+def _symbol(key: tuple) -> clingo.Symbol:
+    """The clingo symbol of an atom key (:func:`_atom_key`'s form)."""
+    name, *arguments = key
+    return clingo.Function(name, [clingo.Number(a) if isinstance(a, int) else clingo.Function(a) for a in arguments])
+
+
+@dataclass(frozen=True)
+class _AtomTable:
+    """The atoms an :class:`EnvironmentSolver` reads from every grounded program of ``num_objects``
+    objects and ``slots`` query variables, as ``(key, clingo symbol)`` pairs (the same for every
+    environment of that size, so made once per size and process): the ``#external`` declarations of
+    ``asp/compiled_inputs.lp`` (in :attr:`EnvironmentSolver.EXTERNALS` order), ``hasProperty/3``,
+    ``at/2`` and the relations ``rel(i, j)`` with ``i < j``.
+
+    Issue 27: an :class:`EnvironmentSolver` looks each of these atoms up in its program
+    (``symbolic_atoms[symbol]``) instead of walking every atom of those signatures and printing and
+    parsing its symbol (``_atom_key(str(atom.symbol))``; relations with ``i > j`` included): the same
+    tables (``tests/test_compiled_tables.py``), 10.2-10.7 ms of CPU per program instead of 12.5-13.3 ms
+    (the 10 environments of ``benchmarks/generation.py``, 2-4 query variables; 7.5-8.8 ms of it is
+    clingo's grounding)."""
+
+    externals: tuple[tuple[tuple, clingo.Symbol], ...]
+    properties: tuple[tuple[tuple, clingo.Symbol], ...]
+    regions: tuple[tuple[tuple, clingo.Symbol], ...]
+    relations: tuple[tuple[tuple, clingo.Symbol], ...]
+
+
+@lru_cache(maxsize=64)
+def _atom_table(num_objects: int, slots: int) -> _AtomTable:
+    objects, ids = range(num_objects), range(slots)
+    values = [(p, v) for p in domain.ATTRIBUTES for v in domain.DOMAINS[p]]
+    externals = (
+        [("scene_relation", rel, i, j) for rel in domain.RELATIONS for i in objects for j in objects if i > j]
+        + [("slot", s) for s in ids]
+        + [("q_object", s, o) for s in ids for o in objects]
+        + [("q_property", s, p, v) for s in ids for p, v in values]
+        + [("q_at", s, r) for s in ids for r in domain.REGIONS]
+        + [("q_relation", rel, s, t) for rel in domain.RELATIONS for s in ids for t in ids if s != t]
+        + [("q_same", p, s, t) for p in domain.ATTRIBUTES for s in ids for t in ids if s != t]
+        + [("q_distinct", s, t) for s in ids for t in ids if s < t]
+        + [("q_target", s, p) for s in ids for p in domain.ATTRIBUTES])
+
+    def pairs(keys: list[tuple]) -> tuple[tuple[tuple, clingo.Symbol], ...]:
+        return tuple((key, _symbol(key)) for key in keys)
+
+    return _AtomTable(
+        pairs(externals),
+        pairs([("hasProperty", o, p, v) for o in objects for p, v in values]),
+        pairs([("at", o, r) for o in objects for r in domain.REGIONS]),
+        pairs([(rel, i, j) for rel in domain.RELATIONS for i in objects for j in objects if i < j]))
 
 
 class EnvironmentSolver:
@@ -165,42 +217,41 @@ class EnvironmentSolver:
         program = environment_program(num_objects, constraints_asp, knowledge=("compiled_inputs.lp",))
         control = program.grounding("slots", slots).load(make_control(SOLVER_ARGUMENTS))
         atoms = control.symbolic_atoms
+        table = _atom_table(num_objects, slots)
         #: external -> position in :attr:`base` (its false literal there)
         self.index: dict[tuple, int] = {}
         base: list[int] = []
-        for name, arity in self.EXTERNALS:  # declared [free] (compiled_inputs.lp): assumptions set them
-            for atom in atoms.by_signature(name, arity):
-                if not atom.is_external:
-                    continue
-                self.index[_atom_key(str(atom.symbol))] = len(base)
-                base.append(-atom.literal)
+        for key, symbol in table.externals:  # declared [free] (compiled_inputs.lp): assumptions set them
+            atom = atoms[symbol]
+            if atom is None or not atom.is_external:
+                continue
+            self.index[key] = len(base)
+            base.append(-atom.literal)
         self.base = base
         n = num_objects
         #: properties[i][attribute][value] -> literal of hasProperty(i, attribute, value)
         self.properties: list[dict[str, dict[str, int]]] = [{a: {} for a in domain.ATTRIBUTES} for _ in range(n)]
-        for atom in atoms.by_signature("hasProperty", 3):
-            _, o, p, v = _atom_key(str(atom.symbol))
-            if isinstance(o, int) and 0 <= o < n and p in domain.ATTRIBUTES:
+        for (_, o, p, v), symbol in table.properties:
+            atom = atoms[symbol]
+            if atom is not None:
                 self.properties[o][p][v] = atom.literal
         #: regions[i][r] -> literal of at(i, r)
         self.regions: list[dict[int, int]] = [{} for _ in range(n)]
-        for atom in atoms.by_signature("at", 2):
-            _, o, r = _atom_key(str(atom.symbol))
-            if isinstance(o, int) and 0 <= o < n and isinstance(r, int):
+        for (_, o, r), symbol in table.regions:
+            atom = atoms[symbol]
+            if atom is not None:
                 self.regions[o][r] = atom.literal
         #: relations[rel][i][j]: literal of rel(i, j) to assume (i < j), or -1 - position in base of
         #: the external scene_relation(rel, i, j) (i > j); 0 on the diagonal (no such fact)
-        self.relations: dict[str, list[list[int]]] = {}
-        for rel in domain.RELATIONS:
-            table = [[0] * n for _ in range(n)]
-            for atom in atoms.by_signature(rel, 2):
-                _, i, j = _atom_key(str(atom.symbol))
-                if isinstance(i, int) and isinstance(j, int) and 0 <= i < j < n:
-                    table[i][j] = atom.literal
+        self.relations: dict[str, list[list[int]]] = {rel: [[0] * n for _ in range(n)] for rel in domain.RELATIONS}
+        for (rel, i, j), symbol in table.relations:
+            atom = atoms[symbol]
+            if atom is not None:
+                self.relations[rel][i][j] = atom.literal
+        for rel, rows in self.relations.items():
             for i in range(n):
                 for j in range(i):
-                    table[i][j] = -1 - self.index[("scene_relation", rel, i, j)]
-            self.relations[rel] = table
+                    rows[i][j] = -1 - self.index[("scene_relation", rel, i, j)]
         #: missing(V) atom -> V (a dict lookup instead of converting clingo symbols to text)
         self.missing_values: dict[clingo.Symbol, str] = {
             atom.symbol: str(atom.symbol.arguments[0]) for atom in atoms.by_signature("missing", 1)}

@@ -48,12 +48,16 @@ MIN_SLOTS = 2
 #: fewer variables solves about 0.1 ms slower on it than on a program of its own size (issue 27).
 FIRST_SLOTS = 4
 #: Questions of one size an environment answers on a larger program before it grounds one of that size.
-#: Evaluation sets have about 8 questions per environment, so they stay on the first program; an
-#: environment asked many questions (a benchmark, a long session) gets exact-size programs soon: on
-#: ``benchmarks/reasoner.py`` (60 questions per environment) 64 left the warm figure 1.4x slower than
-#: exact programs (907-1,043 against 1,437-1,495 questions/s in one run, load 3), as a borrowed program
-#: costs about 0.3 ms more per question (issue 27).
-OWN_PROGRAM_AFTER = 16
+#: A grounding costs about 18 ms of CPU (program and atom tables 13 ms, the first solve's preparation
+#: 4.3 ms); a borrowed program about 0.07 ms more per question and unused variable (0.10-0.15 ms for a
+#: 2-variable question on the 4-variable program), so a program of its own pays off after 130-300
+#: questions of one size. Issue 27: at 16, the generator's workers (about 100 questions per environment
+#: each, 2 workers on ``benchmarks/generation.py``'s 2,000) grounded 3 programs per environment, at 128
+#: one: the recorded label calls of those 2,000 examples, replayed as the 2 workers get them, took
+#: x1.36-1.47 less CPU (60 -> 20 programs), in one process x1.06-1.18 (30 -> 10); the benchmark x1.10
+#: per CPU second, same files. A long session still gets exact-size programs, after 128 questions of a
+#: size instead of 16 (``benchmarks/reasoner_ab.py``'s warm passes: x0.94 median, x1.09 best).
+OWN_PROGRAM_AFTER = 128
 #: Query texts whose checked value (and compiled form) a Reasoner keeps (LRU): a dataset's questions are
 #: answered again and again (evaluation runs, benchmarks) and the same text always gives the same value.
 QUERY_CACHE_SIZE = 4096
