@@ -34,6 +34,8 @@ _MARGIN = 1e-6
 _C_NEXT = _C[_NEXT]
 _LEFT, _RIGHT = ~_VERTICAL & (_C < 0), ~_VERTICAL & (_C > 0)
 _S_VERTICAL = _S[_VERTICAL]
+#: The two directions along v (s = 1 and s = -1 exactly): an outer polygon's top and bottom lines.
+_TOP, _BOTTOM = _QUARTER, 3 * _QUARTER
 _BIG = np.iinfo(np.int64).max
 
 
@@ -300,8 +302,7 @@ def _row_edges(v_min, v_max, j0, j1):
     hi = np.minimum(np.floor(v_max + 0.5), j1 - 1)
     count = np.maximum(hi - lo + 1, 0).astype(np.int64)
     edge = np.arange(len(count)).repeat(count)
-    offset = np.arange(len(edge)) - (count.cumsum() - count).repeat(count)
-    return edge, lo.astype(np.int64)[edge] + offset
+    return edge, np.arange(len(edge)) + (lo.astype(np.int64) - (count.cumsum() - count))[edge]
 
 
 def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray, spans: list, first, last,
@@ -355,23 +356,37 @@ def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, 
 
     Every (object, occluder, row) gets the occluder's closed interval of :func:`_outer_intervals`, turned into
     the pixel columns ``i`` with ``lo <= i + 0.5 <= hi`` (the float comparisons themselves settle the rounding
-    of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows."""
+    of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows.
+
+    Issue 27 (third round): when every support value and row lies below 2**40 in magnitude (always, for
+    points in front of the camera that project near the image), every finite interval end is below 2**43
+    (the ends are ``(support + 1e-6 - (j + 0.5) s) / c`` with ``|c| >= 0.195``), where ``lo - 0.5``,
+    ``ceil`` and ``floor`` and the comparisons' ``a +- 0.5`` are exact: ``ceil(lo - 0.5)`` and
+    ``floor(hi - 0.5)`` are then already the columns the comparisons would settle on (and stay infinite for
+    infinite ends), so those six corrections are skipped; the same integers (tested)."""
     position, occluder = pairs.nonzero()
     starts = np.asarray(row_start)
-    counts = starts[1:] - starts[:-1]
-    spans_j0 = np.array([span[0] for span in spans])
-    j0 = spans_j0[position]
-    lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + counts[position])
-    pair_of = np.arange(len(position)).repeat(counts[position])
-    row_of = np.arange(len(pair_of)) - pair_start[pair_of] + starts[position][pair_of]    # among all rows
+    row_starts = starts[:-1]
+    counts = starts[1:] - row_starts
+    rows = counts[position]
+    j0 = np.array([span[0] for span in spans])[position]
+    lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + rows)
+    pair_of = np.arange(len(position)).repeat(rows)
+    row_of = np.arange(len(pair_of)) + (row_starts[position] - pair_start)[pair_of]    # among all rows
     a = np.ceil(lo - 0.5)                               # the first column with lo <= a + 0.5
-    a = np.where(a - 0.5 >= lo, a - 1, a)
-    a = np.where(a + 0.5 < lo, a + 1, a)
     b = np.floor(hi - 0.5)                              # the last column with b + 0.5 <= hi
-    b = np.where(b + 1.5 <= hi, b + 1, b)
-    b = np.where(b + 0.5 > hi, b - 1, b)
+    if not float(np.abs(support).max()) + float(starts[-1] + j0.max(initial=0)) < _EXACT_LIMIT:
+        a = np.where(a - 0.5 >= lo, a - 1, a)
+        a = np.where(a + 0.5 < lo, a + 1, a)
+        b = np.where(b + 1.5 <= hi, b + 1, b)
+        b = np.where(b + 0.5 > hi, b - 1, b)
     per_row = _union_pixels(row_of, a, b, first, last)
-    return np.add.reduceat(per_row, starts[:-1]) if len(per_row) else np.zeros(len(counts), dtype=np.int64)
+    return np.add.reduceat(per_row, row_starts) if len(per_row) else np.zeros(len(counts), dtype=np.int64)
+
+
+#: Support values and rows below this magnitude give interval ends whose ``+- 0.5`` and rounding are exact
+#: (:func:`_covered_pixels`).
+_EXACT_LIMIT = float(2 ** 40)
 
 
 def _outer_intervals(support: np.ndarray, j0, j1):
@@ -383,31 +398,36 @@ def _outer_intervals(support: np.ndarray, j0, j1):
     l's edge lies between its crossings with lines l - 1 and l + 1, or within, when a neighbour is redundant),
     with :func:`_outer_rows`' float operations, and against the two lines along u (rows above or below the
     polygon are empty): the other lines lie farther out on that row (issue 27: O(rows) instead of O(rows x
-    K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette."""
-    j0, j1 = np.asarray(j0), np.asarray(j1)
-    rows = j1 - j0
+    K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette.
+
+    Issue 27 (third round): fewer array calls for the same floats: the row indices from one gather per
+    item, no ``np.errstate`` (no direction has ``c == 0``: the divisions cannot divide by zero), and the
+    two lines along u tested as ``v > support_8 + 1e-6`` and ``v < -(support_24 + 1e-6)`` (their ``s`` is
+    exactly 1 and -1, so these are the very comparisons ``rhs < 0``)."""
+    j0 = np.asarray(j0)
+    rows = np.asarray(j1) - j0
     item_start = rows.cumsum() - rows
     item_of = np.arange(len(rows)).repeat(rows)
-    v = (np.arange(len(item_of)) - item_start[item_of] + j0[item_of]) + 0.5
+    v = (np.arange(len(item_of)) + (j0 - item_start)[item_of]) + 0.5
     shifted = support + _MARGIN
     crossing = (shifted[:, _NEXT] * _C - shifted * _C_NEXT) / _DET                            # (m, K)
     previous = crossing[:, _PREVIOUS]
     v_min = np.minimum(crossing, previous).ravel()
     v_max = np.maximum(crossing, previous).ravel()
     line_j0 = j0.repeat(SILHOUETTE_DIRECTIONS)
-    line, row = _row_edges(v_min, v_max, line_j0, j1.repeat(SILHOUETTE_DIRECTIONS))
+    line, row = _row_edges(v_min, v_max, line_j0, (j0 + rows).repeat(SILHOUETTE_DIRECTIONS))
     item, direction = np.divmod(line, SILHOUETTE_DIRECTIONS)
-    at = item_start[item] + (row - line_j0[line])                                    # its (item, row)
-    rhs = shifted.ravel()[line] - (row + 0.5) * _S[direction]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bound = rhs / _C[direction]
+    at = (item_start - j0)[item] + row                                               # its (item, row)
+    bound = (shifted.ravel()[line] - (row + 0.5) * _S[direction]) / _C[direction]
     lo = np.full(len(item_of), -np.inf)
     hi = np.full(len(item_of), np.inf)
     left, right = _LEFT[direction], _RIGHT[direction]
     np.maximum.at(lo, at[left], bound[left])
     np.minimum.at(hi, at[right], bound[right])
-    empty = ((shifted[:, _VERTICAL][item_of] - v[:, None] * _S_VERTICAL) < 0).any(axis=1)
-    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi), item_start
+    empty = (v > shifted[:, _TOP][item_of]) | (v < -shifted[:, _BOTTOM][item_of])
+    lo[empty] = np.inf
+    hi[empty] = -np.inf
+    return lo, hi, item_start
 
 
 def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
@@ -419,15 +439,15 @@ def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
     a = np.maximum(a, f)
     b = np.minimum(b, g)
     hit = a <= b
-    if not hit.any():
+    if not np.count_nonzero(hit):
         return per_row
     row_of, a, b = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64)
     present = np.zeros(len(first), dtype=bool)                 # np.unique(row_of, return_inverse=True)
     present[row_of] = True
-    local_rows = np.flatnonzero(present)
-    if len(local_rows) == len(row_of):  # one range per row (the common case): the union is that range
+    if np.count_nonzero(present) == len(row_of):  # one range per row (the common case): the union is that range
         per_row[row_of] = b - a + 1
         return per_row
+    local_rows = np.flatnonzero(present)
     f = first[row_of]
     row_index = (present.cumsum() - 1)[row_of]
     width = int((last[local_rows] - first[local_rows]).max()) + 2
