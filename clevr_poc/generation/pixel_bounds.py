@@ -36,6 +36,8 @@ _LEFT, _RIGHT = ~_VERTICAL & (_C < 0), ~_VERTICAL & (_C > 0)
 _S_VERTICAL = _S[_VERTICAL]
 #: The two directions along v (s = 1 and s = -1 exactly): an outer polygon's top and bottom lines.
 _TOP, _BOTTOM = _QUARTER, 3 * _QUARTER
+#: The directions bounding a row's interval from the left and from the right (indices).
+_LEFT_LINES, _RIGHT_LINES = np.flatnonzero(_LEFT), np.flatnonzero(_RIGHT)
 _BIG = np.iinfo(np.int64).max
 
 
@@ -183,6 +185,11 @@ def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_count
 def silhouette_box(support) -> tuple[float, float, float, float]:
     """(u_min, u_max, v_min, v_max) of a silhouette from its support values."""
     return -support[_HALF], support[0], -support[3 * _QUARTER], support[_QUARTER]
+
+
+def _box_floats(support) -> tuple[float, float, float, float]:
+    """:func:`silhouette_box` as Python floats (the same values)."""
+    return -float(support[_HALF]), float(support[0]), -float(support[3 * _QUARTER]), float(support[_QUARTER])
 
 
 def boxes_meet(a, b, margin: float = 1.0) -> bool:
@@ -521,6 +528,7 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
     """
     H, W = camera.height, camera.width
     result = {}
+    boxes = None
     for k in objects:
         inner, support, near, _ = found[k]
         u_min, u_max, v_min, v_max = silhouette_box(support)
@@ -528,16 +536,19 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
         j1 = max(min(int(math.ceil(v_max)) + 2, H), j0)
         v = np.arange(j0, j1) + 0.5
         olo, ohi = _outer_rows_k(support, v)
-        first = np.clip(np.ceil(olo - 0.5), 0, W)                 # i + 0.5 >= olo
-        last = np.clip(np.floor(ohi - 0.5), -1, W - 1)            # i + 0.5 <= ohi
+        # np.clip's bounds by np.maximum/np.minimum (at most a -0.0 for a 0.0; only sums and comparisons follow)
+        first = np.minimum(np.maximum(np.ceil(olo - 0.5), 0), W)         # i + 0.5 >= olo
+        last = np.minimum(np.maximum(np.floor(ohi - 0.5), -1), W - 1)    # i + 0.5 <= ohi
         rows = last >= first
         footprint_max = int((last - first + 1)[rows].sum())
         footprint_min = 0
         shown_max = footprint_max
         if footprint_max:
-            front = [j for j, (inner_j, support_j, _, far_j) in found.items()
-                     if j != k and len(inner_j) >= 3 and far_j + _FRONT_MARGIN < near
-                     and boxes_meet(silhouette_box(support_j), (u_min, u_max, v_min, v_max))]
+            if boxes is None:  # every silhouette's box, once per call (the same floats as silhouette_box)
+                boxes = {j: _box_floats(found[j][1]) for j in found}
+            box = boxes[k]
+            front = [j for j, (inner_j, _, _, far_j) in found.items()
+                     if j != k and len(inner_j) >= 3 and far_j + _FRONT_MARGIN < near and boxes_meet(boxes[j], box)]
             own = len(inner) >= 3
             # k's inner rows and those of the objects in front, on all of k's rows, in one pass (per row the
             # same numbers as one call per polygon on its rows; issue 27)
@@ -545,8 +556,8 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
             if polygons:
                 los, his = _inner_rows_many(polygons, v)
             if own:
-                a = np.clip(np.floor(los[0] - 0.5) + 1, 0, W)              # i + 0.5 > lo
-                b = np.clip(np.ceil(his[0] - 0.5) - 1, -1, W - 1)         # i + 0.5 < hi
+                a = np.minimum(np.maximum(np.floor(los[0] - 0.5) + 1, 0), W)        # i + 0.5 > lo
+                b = np.minimum(np.maximum(np.ceil(his[0] - 0.5) - 1, -1), W - 1)   # i + 0.5 < hi
                 footprint_min = int(np.maximum(b - a + 1, 0).sum())
             if front:
                 first, last = first[rows], last[rows]
@@ -565,10 +576,13 @@ def _outer_rows_k(support: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.nd
     division warning to silence)."""
     rhs = support + _MARGIN - v[:, None] * _S                   # c * u <= rhs
     bound = rhs / _C
-    lo = np.where(_LEFT, bound, -np.inf).max(axis=1)
-    hi = np.where(_RIGHT, bound, np.inf).min(axis=1)
-    empty = (rhs[:, _VERTICAL] < 0).any(axis=1)
-    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
+    # the maximum over the left lines only (the others' -inf never win; NaN propagates either way)
+    lo = bound[:, _LEFT_LINES].max(axis=1)
+    hi = bound[:, _RIGHT_LINES].min(axis=1)
+    empty = (rhs[:, _TOP] < 0) | (rhs[:, _BOTTOM] < 0)
+    lo[empty] = np.inf
+    hi[empty] = -np.inf
+    return lo, hi
 
 
 def _inner_rows_many(polygons: list, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
