@@ -231,17 +231,17 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
         plain = np.add.reduceat(widths, starts)          # the pixels of each inner polygon
         support = np.array([found[j][1] for j in shown])                            # (shown, K)
         pairs, rows_box = _occluder_pairs(found, objects, shown, support, spans, first, last, starts)
-        if enough is not None and pairs.any():
+        if enough is not None and np.count_nonzero(pairs):
             # an occluder covers at most the pixels of its box within the rows' box: objects that keep
             # ``enough`` pixels even so need no row-exact count (their bound is that smaller number)
             boxed = plain - _box_overlaps(support, pairs, rows_box)
             proven = boxed >= enough
             plain = np.where(proven, boxed, plain)
             pairs = pairs & ~proven[:, None]
-        if pairs.any():
+        if np.count_nonzero(pairs):
             plain = plain - _covered_pixels(support, pairs, spans, first, last, row_start)
-        for position, k in enumerate(objects):
-            bounds[k] = int(plain[position])
+        for k, bound in zip(objects, plain.tolist()):
+            bounds[k] = bound
     if min_pixels is not None:  # the reference stops at the first object under the threshold
         for position, k in enumerate(shown):
             if bounds[k] < min_pixels:
@@ -320,7 +320,6 @@ def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray
     none."""
     rows = last >= first
     big = _BIG
-    count = np.add.reduceat(rows.astype(np.int64), starts)
     i0 = np.minimum.reduceat(np.where(rows, first, big), starts)
     i1 = np.maximum.reduceat(np.where(rows, last, -big), starts) + 1
     index = np.arange(len(rows))
@@ -335,7 +334,8 @@ def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray
     misses = ((support[None, :, 0] < i0[:, None] - 1) | (-support[None, :, _HALF] > i1[:, None] + 1)
               | (support[None, :, _QUARTER] < v_lo[:, None] - 1) | (-support[None, :, 3 * _QUARTER] > v_hi[:, None] + 1))
     same = np.array(objects)[:, None] == np.array(shown)[None, :]
-    return ~behind & ~misses & ~same & (count > 0)[:, None], (i0, i1, v_lo, v_hi)
+    some = np.logical_or.reduceat(rows, starts)         # an object with a pixel in its rows
+    return ~(behind | misses | same) & some[:, None], (i0, i1, v_lo, v_hi)
 
 
 def _box_overlaps(support: np.ndarray, pairs: np.ndarray, rows_box) -> np.ndarray:
