@@ -187,11 +187,6 @@ def silhouette_box(support) -> tuple[float, float, float, float]:
     return -support[_HALF], support[0], -support[3 * _QUARTER], support[_QUARTER]
 
 
-def _box_floats(support) -> tuple[float, float, float, float]:
-    """:func:`silhouette_box` as Python floats (the same values)."""
-    return -float(support[_HALF]), float(support[0]), -float(support[3 * _QUARTER]), float(support[_QUARTER])
-
-
 def boxes_meet(a, b, margin: float = 1.0) -> bool:
     return a[0] <= b[1] + margin and b[0] <= a[1] + margin and a[2] <= b[3] + margin and b[2] <= a[3] + margin
 
@@ -364,11 +359,10 @@ def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, 
 
     Every (object, occluder, row) gets the occluder's closed interval of :func:`_outer_intervals`, turned into
     the pixel columns ``i`` with ``lo <= i + 0.5 <= hi`` (the float comparisons themselves settle the rounding
-    of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows.
-
-    Issue 27, third round: support values and rows under 2**40 give finite ends under 2**43 (``|c| >= 0.195``),
-    where ``lo - 0.5``, ``ceil``/``floor`` and ``a +- 0.5`` are exact: the four corrections change nothing (nor
-    infinite ends) and are skipped; the same integers, 104 us per call against 130 (x1.25, 1,355 calls)."""
+    of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows. Issue 27, third round: with support
+    values and rows under 2**40 every finite end is under 2**43 (``|c| >= 0.195``), where ``lo - 0.5``, ``ceil``,
+    ``floor`` and ``a +- 0.5`` are exact: the four corrections change nothing (nor infinite ends) and are
+    skipped; the same integers, 104 us per call against 130 (x1.25, 1,355 recorded calls)."""
     position, occluder = pairs.nonzero()
     starts = np.asarray(row_start)
     row_starts = starts[:-1]
@@ -398,11 +392,9 @@ def _outer_intervals(support: np.ndarray, j0, j1):
     l's edge lies between its crossings with lines l - 1 and l + 1, or within, when a neighbour is redundant),
     with :func:`_outer_rows`' float operations, and against the two lines along u (rows above or below the
     polygon are empty): the other lines lie farther out on that row (issue 27: O(rows) instead of O(rows x
-    K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette.
-
-    Issue 27, third round: the same floats in fewer calls (row indices by one gather per item; no
-    ``np.errstate``: no ``c`` is 0; the top and bottom lines, ``s`` exactly 1 and -1, as ``v > top``,
-    ``v < -bottom``): 61 us per call against 79 (x1.30, 1,355 recorded calls)."""
+    K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette. Third
+    round: the same floats in fewer calls (one gather per item; no ``np.errstate``, no ``c`` is 0; the top and
+    bottom lines, ``s`` exactly +-1, as ``v > top``, ``v < -bottom``): 61 us per call against 79 (x1.30)."""
     j0 = np.asarray(j0)
     rows = np.asarray(j1) - j0
     item_start = rows.cumsum() - rows
@@ -517,10 +509,9 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
     that ray (depth ranges, as in :func:`visible_pixel_bounds`), so the map never labels it k:
     ``shown_max`` is ``footprint_max`` less those pixels. ``footprint_min`` counts the centres more than
     1e-6 px inside k's own inner polygon (inside the hull). Issue 27: most layouts the lower bound cannot
-    pass fail, and these bounds decide most of them without casting a ray.
-
-    Issue 27, third round: the boxes as floats once per call, ``np.clip`` by ``np.maximum``/``np.minimum`` (a
-    -0.0 at most, only summed and compared): the same numbers, 157 us per call against 172 (x1.09, 780 calls).
+    pass fail, and these bounds decide most of them without casting a ray. Third round: the boxes as floats once
+    per call, ``np.clip`` by ``np.maximum``/``np.minimum`` (a -0.0 at most, only summed and compared): the same
+    numbers, 157 us per call against 172 (x1.09, 780 recorded calls).
     """
     H, W = camera.height, camera.width
     result = {}
@@ -540,8 +531,9 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
         footprint_min = 0
         shown_max = footprint_max
         if footprint_max:
-            if boxes is None:  # every silhouette's box, once per call (the same floats as silhouette_box)
-                boxes = {j: _box_floats(found[j][1]) for j in found}
+            if boxes is None:  # every silhouette's box once per call, as floats (silhouette_box's values)
+                boxes = {j: (-float(s[_HALF]), float(s[0]), -float(s[3 * _QUARTER]), float(s[_QUARTER]))
+                         for j, (_, s, _, _) in found.items()}
             box = boxes[k]
             front = [j for j, (inner_j, _, _, far_j) in found.items()
                      if j != k and len(inner_j) >= 3 and far_j + _FRONT_MARGIN < near and boxes_meet(boxes[j], box)]
@@ -569,8 +561,7 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
 def _outer_rows_k(support: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``_outer_rows(_DIRECTIONS, support, v)`` for one support vector (K,): the same numbers, with the
     directions' masks precomputed and only the two lines along v tested for empty rows (no ``c`` is 0, so no
-    division warning to silence); issue 27, third round: the maximum/minimum over the left/right lines' columns
-    alone (the masked -inf/+inf never won), directions 8 and 24 by name: the same floats, x1.29 (985 calls)."""
+    division warning); third round: max/min over the left/right lines alone, lines 8 and 24 by name (x1.29)."""
     rhs = support + _MARGIN - v[:, None] * _S                   # c * u <= rhs
     bound = rhs / _C
     # the maximum over the left lines only (the others' -inf never win; NaN propagates either way)
