@@ -276,3 +276,31 @@ def test_outer_rows_of_one_support_vector_equal_the_general_function():
         v = np.arange(int(centre[1]) - 70, int(centre[1]) + 70) + 0.5
         for got, expected in zip(_outer_rows_k(support, v), _outer_rows(_DIRECTIONS, support, v)):
             assert np.array_equal(got, expected)
+
+
+def test_covered_pixels_skip_only_corrections_that_change_nothing(monkeypatch):
+    """Issue 27: below ``_EXACT_LIMIT`` the occluded-row columns skip ``ceil``/``floor``'s four corrections; forcing
+    them (a limit of 0) gives the very same bounds, and the layouts do reach the row-exact count."""
+    import clevr_poc.generation.pixel_bounds as pixel_bounds
+
+    calls = []
+    original = pixel_bounds._covered_pixels
+
+    def counted(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(pixel_bounds, "_covered_pixels", counted)
+    for scene, rng in random_layouts(13, 200, 10):
+        camera = scene_camera(rng.getrandbits(32))
+        points = _points(scene)
+        found = vertex_silhouettes(points[0], camera, points[1])
+        count = len(scene.objects)
+        fast = [lower_bounds(found, camera, count, range(count)),
+                lower_bounds(found, camera, count, range(count), enough=40)]
+        monkeypatch.setattr(pixel_bounds, "_EXACT_LIMIT", 0.0)
+        slow = [lower_bounds(found, camera, count, range(count)),
+                lower_bounds(found, camera, count, range(count), enough=40)]
+        monkeypatch.setattr(pixel_bounds, "_EXACT_LIMIT", float(2 ** 40))
+        assert fast == slow
+    assert len(calls) >= 20

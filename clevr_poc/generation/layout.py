@@ -41,9 +41,16 @@ import numpy as np
 
 from clevr_poc import domain
 from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.generation.bound_solids import scene_bound_array
 from clevr_poc.generation.pixel_bounds import (  # noqa: F401  (visible_pixel_bounds: part of this module's API)
-    SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, vertex_silhouettes, visible_pixel_bounds,
+    SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, stacked_silhouettes, upper_bounds,
+    vertex_silhouettes, visible_pixel_bounds,
 )
+# the check's geometry, imported once (issue 27: four imports per check and four per undecided layout cost
+# about 5 microseconds each time; clevr_poc.rendering is imported with this module's package anyway)
+from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
+from clevr_poc.rendering.ordered_map import hull_footprints, ordered_index_map
+from clevr_poc.rendering.render import scene_meshes
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
 #: Defaults of CLEVR's ``render_images.py`` (``--min_dist 0.25 --margin 0.4``).
@@ -350,11 +357,6 @@ class VisibilityCheck:
             FormatError: an object without ``3d_coords`` or with a bad ``rotation``; ``hidden`` not an
                 object index.
         """
-        from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
-        from clevr_poc.generation.bound_solids import scene_bound_array
-        from clevr_poc.generation.pixel_bounds import stacked_silhouettes
-        from clevr_poc.rendering.render import scene_meshes
-
         if not 0 <= hidden < len(complete.objects):
             raise FormatError("hidden must be an object index", field="hidden", value=hidden)
         camera = _camera(camera_seed, self.width, self.height)
@@ -408,11 +410,6 @@ class VisibilityCheck:
         box of those objects' footprints (``instance_index_map(window=...)``: the same labels there), and
         :func:`~clevr_poc.rendering.ordered_map.ordered_index_map` gives it with rays cast only where the
         objects' order along the rays is not known from their positions (the same labels, tested)."""
-        from clevr_poc.generation.pixel_bounds import upper_bounds
-        from clevr_poc.rendering.masks import footprint_pixels
-        from clevr_poc.rendering.ordered_map import hull_footprints, ordered_index_map
-        from clevr_poc.rendering.render import scene_meshes
-
         minimum = self.min_pixels
         meshes: dict = {}  # built when a ray or a footprint needs them
 

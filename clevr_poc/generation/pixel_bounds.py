@@ -34,7 +34,11 @@ _MARGIN = 1e-6
 _C_NEXT = _C[_NEXT]
 _LEFT, _RIGHT = ~_VERTICAL & (_C < 0), ~_VERTICAL & (_C > 0)
 _S_VERTICAL = _S[_VERTICAL]
+#: The top and bottom lines (s = 1 and -1 exactly); the indices of the left- and right-bounding lines.
+_TOP, _BOTTOM = _QUARTER, 3 * _QUARTER
+_LEFT_LINES, _RIGHT_LINES = np.flatnonzero(_LEFT), np.flatnonzero(_RIGHT)
 _BIG = np.iinfo(np.int64).max
+_EXACT_LIMIT = float(2 ** 40)       # support values and rows under it: exact interval ends (_covered_pixels)
 
 
 def visible_pixel_bounds(meshes, camera, shown, min_pixels: int | None = None) -> list[int] | None:
@@ -222,17 +226,17 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
         plain = np.add.reduceat(widths, starts)          # the pixels of each inner polygon
         support = np.array([found[j][1] for j in shown])                            # (shown, K)
         pairs, rows_box = _occluder_pairs(found, objects, shown, support, spans, first, last, starts)
-        if enough is not None and pairs.any():
+        if enough is not None and np.count_nonzero(pairs):
             # an occluder covers at most the pixels of its box within the rows' box: objects that keep
             # ``enough`` pixels even so need no row-exact count (their bound is that smaller number)
             boxed = plain - _box_overlaps(support, pairs, rows_box)
             proven = boxed >= enough
             plain = np.where(proven, boxed, plain)
             pairs = pairs & ~proven[:, None]
-        if pairs.any():
+        if np.count_nonzero(pairs):
             plain = plain - _covered_pixels(support, pairs, spans, first, last, row_start)
-        for position, k in enumerate(objects):
-            bounds[k] = int(plain[position])
+        for k, bound in zip(objects, plain.tolist()):
+            bounds[k] = bound
     if min_pixels is not None:  # the reference stops at the first object under the threshold
         for position, k in enumerate(shown):
             if bounds[k] < min_pixels:
@@ -295,13 +299,13 @@ def _inner_intervals(polygons: list, spans: list, width: int):
 
 def _row_edges(v_min, v_max, j0, j1):
     """(edge, row) pairs: for each edge e (v-range ``v_min[e]..v_max[e]``, pixel rows ``j0[e] <= j < j1[e]``
-    of its polygon), the rows j whose centre ``j + 0.5`` lies within one pixel of that range, edge by edge."""
+    of its polygon), the rows j whose centre ``j + 0.5`` lies within one pixel of that range, edge by edge
+    (issue 27, fifth round: one gather and one repeat fewer)."""
     lo = np.maximum(np.ceil(v_min - 1.5), j0)
     hi = np.minimum(np.floor(v_max + 0.5), j1 - 1)
     count = np.maximum(hi - lo + 1, 0).astype(np.int64)
     edge = np.arange(len(count)).repeat(count)
-    offset = np.arange(len(edge)) - (count.cumsum() - count).repeat(count)
-    return edge, lo.astype(np.int64)[edge] + offset
+    return edge, np.arange(len(edge)) + (lo.astype(np.int64) - (count.cumsum() - count))[edge]
 
 
 def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray, spans: list, first, last,
@@ -309,10 +313,9 @@ def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray
     """(len(objects), len(shown)) booleans: whether object ``shown[q]`` may cover pixels of the inner polygon
     rows of ``objects[p]``, for all pairs at once: not the object itself, not certainly behind it (depth
     ranges), its bounding box within a pixel of the rows' box; an object without a pixel in its rows has
-    none."""
+    none (issue 27, fifth round: by one ``logical_or.reduceat``, x1.05)."""
     rows = last >= first
     big = _BIG
-    count = np.add.reduceat(rows.astype(np.int64), starts)
     i0 = np.minimum.reduceat(np.where(rows, first, big), starts)
     i1 = np.maximum.reduceat(np.where(rows, last, -big), starts) + 1
     index = np.arange(len(rows))
@@ -327,7 +330,8 @@ def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray
     misses = ((support[None, :, 0] < i0[:, None] - 1) | (-support[None, :, _HALF] > i1[:, None] + 1)
               | (support[None, :, _QUARTER] < v_lo[:, None] - 1) | (-support[None, :, 3 * _QUARTER] > v_hi[:, None] + 1))
     same = np.array(objects)[:, None] == np.array(shown)[None, :]
-    return ~behind & ~misses & ~same & (count > 0)[:, None], (i0, i1, v_lo, v_hi)
+    some = np.logical_or.reduceat(rows, starts)         # an object with a pixel in its rows
+    return ~(behind | misses | same) & some[:, None], (i0, i1, v_lo, v_hi)
 
 
 def _box_overlaps(support: np.ndarray, pairs: np.ndarray, rows_box) -> np.ndarray:
@@ -355,23 +359,28 @@ def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, 
 
     Every (object, occluder, row) gets the occluder's closed interval of :func:`_outer_intervals`, turned into
     the pixel columns ``i`` with ``lo <= i + 0.5 <= hi`` (the float comparisons themselves settle the rounding
-    of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows."""
+    of ``ceil``/``floor``); :func:`_union_pixels` counts them on the rows. Issue 27, fifth round: with support
+    values and rows under 2**40 every finite end is under 2**43 (``|c| >= 0.195``), where ``lo - 0.5``, ``ceil``,
+    ``floor`` and ``a +- 0.5`` are exact: the four corrections change nothing (nor infinite ends) and are
+    skipped; the same integers, 104 us per call against 130 (x1.25, 1,355 recorded calls)."""
     position, occluder = pairs.nonzero()
     starts = np.asarray(row_start)
-    counts = starts[1:] - starts[:-1]
-    spans_j0 = np.array([span[0] for span in spans])
-    j0 = spans_j0[position]
-    lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + counts[position])
-    pair_of = np.arange(len(position)).repeat(counts[position])
-    row_of = np.arange(len(pair_of)) - pair_start[pair_of] + starts[position][pair_of]    # among all rows
+    row_starts = starts[:-1]
+    counts = starts[1:] - row_starts
+    rows = counts[position]
+    j0 = np.array([span[0] for span in spans])[position]
+    lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + rows)
+    pair_of = np.arange(len(position)).repeat(rows)
+    row_of = np.arange(len(pair_of)) + (row_starts[position] - pair_start)[pair_of]    # among all rows
     a = np.ceil(lo - 0.5)                               # the first column with lo <= a + 0.5
-    a = np.where(a - 0.5 >= lo, a - 1, a)
-    a = np.where(a + 0.5 < lo, a + 1, a)
     b = np.floor(hi - 0.5)                              # the last column with b + 0.5 <= hi
-    b = np.where(b + 1.5 <= hi, b + 1, b)
-    b = np.where(b + 0.5 > hi, b - 1, b)
+    if not float(np.abs(support).max()) + float(starts[-1] + j0.max(initial=0)) < _EXACT_LIMIT:
+        a = np.where(a - 0.5 >= lo, a - 1, a)
+        a = np.where(a + 0.5 < lo, a + 1, a)
+        b = np.where(b + 1.5 <= hi, b + 1, b)
+        b = np.where(b + 0.5 > hi, b - 1, b)
     per_row = _union_pixels(row_of, a, b, first, last)
-    return np.add.reduceat(per_row, starts[:-1]) if len(per_row) else np.zeros(len(counts), dtype=np.int64)
+    return np.add.reduceat(per_row, row_starts) if len(per_row) else np.zeros(len(counts), dtype=np.int64)
 
 
 def _outer_intervals(support: np.ndarray, j0, j1):
@@ -383,51 +392,54 @@ def _outer_intervals(support: np.ndarray, j0, j1):
     l's edge lies between its crossings with lines l - 1 and l + 1, or within, when a neighbour is redundant),
     with :func:`_outer_rows`' float operations, and against the two lines along u (rows above or below the
     polygon are empty): the other lines lie farther out on that row (issue 27: O(rows) instead of O(rows x
-    K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette."""
-    j0, j1 = np.asarray(j0), np.asarray(j1)
-    rows = j1 - j0
+    K)). Fewer lines can only widen an interval, so the outer polygon still contains the silhouette. Fifth
+    round: the same floats in fewer calls (one gather per item; no ``np.errstate``, no ``c`` is 0; the top and
+    bottom lines, ``s`` exactly +-1, as ``v > top``, ``v < -bottom``): 61 us per call against 79 (x1.30)."""
+    j0 = np.asarray(j0)
+    rows = np.asarray(j1) - j0
     item_start = rows.cumsum() - rows
     item_of = np.arange(len(rows)).repeat(rows)
-    v = (np.arange(len(item_of)) - item_start[item_of] + j0[item_of]) + 0.5
+    v = (np.arange(len(item_of)) + (j0 - item_start)[item_of]) + 0.5
     shifted = support + _MARGIN
     crossing = (shifted[:, _NEXT] * _C - shifted * _C_NEXT) / _DET                            # (m, K)
     previous = crossing[:, _PREVIOUS]
     v_min = np.minimum(crossing, previous).ravel()
     v_max = np.maximum(crossing, previous).ravel()
     line_j0 = j0.repeat(SILHOUETTE_DIRECTIONS)
-    line, row = _row_edges(v_min, v_max, line_j0, j1.repeat(SILHOUETTE_DIRECTIONS))
+    line, row = _row_edges(v_min, v_max, line_j0, (j0 + rows).repeat(SILHOUETTE_DIRECTIONS))
     item, direction = np.divmod(line, SILHOUETTE_DIRECTIONS)
-    at = item_start[item] + (row - line_j0[line])                                    # its (item, row)
-    rhs = shifted.ravel()[line] - (row + 0.5) * _S[direction]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bound = rhs / _C[direction]
+    at = (item_start - j0)[item] + row                                               # its (item, row)
+    bound = (shifted.ravel()[line] - (row + 0.5) * _S[direction]) / _C[direction]
     lo = np.full(len(item_of), -np.inf)
     hi = np.full(len(item_of), np.inf)
     left, right = _LEFT[direction], _RIGHT[direction]
     np.maximum.at(lo, at[left], bound[left])
     np.minimum.at(hi, at[right], bound[right])
-    empty = ((shifted[:, _VERTICAL][item_of] - v[:, None] * _S_VERTICAL) < 0).any(axis=1)
-    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi), item_start
+    empty = (v > shifted[:, _TOP][item_of]) | (v < -shifted[:, _BOTTOM][item_of])
+    lo[empty] = np.inf
+    hi[empty] = -np.inf
+    return lo, hi, item_start
 
 
 def _union_pixels(row_of, a, b, first, last) -> np.ndarray:
     """Per row r of ``first``/``last`` (columns ``first[r]..last[r]``): how many of its columns lie in some
     column range ``a[i]..b[i]`` (float, may be infinite) with ``row_of[i] == r``; (rows,) int64. Counted on a
-    difference array of the rows' own pixels (+1 at a range's start, -1 after its end, running sums > 0)."""
+    difference array of the rows' own pixels (+1 at a range's start, -1 after its end, running sums > 0).
+    Issue 27, fifth round: its two tests by ``np.count_nonzero`` (x1.05)."""
     per_row = np.zeros(len(first), dtype=np.int64)
     f, g = first[row_of], last[row_of]
     a = np.maximum(a, f)
     b = np.minimum(b, g)
     hit = a <= b
-    if not hit.any():
+    if not np.count_nonzero(hit):
         return per_row
     row_of, a, b = row_of[hit], a[hit].astype(np.int64), b[hit].astype(np.int64)
     present = np.zeros(len(first), dtype=bool)                 # np.unique(row_of, return_inverse=True)
     present[row_of] = True
-    local_rows = np.flatnonzero(present)
-    if len(local_rows) == len(row_of):  # one range per row (the common case): the union is that range
+    if np.count_nonzero(present) == len(row_of):  # one range per row (the common case): the union is that range
         per_row[row_of] = b - a + 1
         return per_row
+    local_rows = np.flatnonzero(present)
     f = first[row_of]
     row_index = (present.cumsum() - 1)[row_of]
     width = int((last[local_rows] - first[local_rows]).max()) + 2
@@ -497,10 +509,13 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
     that ray (depth ranges, as in :func:`visible_pixel_bounds`), so the map never labels it k:
     ``shown_max`` is ``footprint_max`` less those pixels. ``footprint_min`` counts the centres more than
     1e-6 px inside k's own inner polygon (inside the hull). Issue 27: most layouts the lower bound cannot
-    pass fail, and these bounds decide most of them without casting a ray.
+    pass fail, and these bounds decide most of them without casting a ray. Fifth round: the boxes as floats once
+    per call, ``np.clip`` by ``np.maximum``/``np.minimum`` (a -0.0 at most, only summed and compared): the same
+    numbers, 157 us per call against 172 (x1.09, 780 recorded calls).
     """
     H, W = camera.height, camera.width
     result = {}
+    boxes = None
     for k in objects:
         inner, support, near, _ = found[k]
         u_min, u_max, v_min, v_max = silhouette_box(support)
@@ -508,16 +523,20 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
         j1 = max(min(int(math.ceil(v_max)) + 2, H), j0)
         v = np.arange(j0, j1) + 0.5
         olo, ohi = _outer_rows_k(support, v)
-        first = np.clip(np.ceil(olo - 0.5), 0, W)                 # i + 0.5 >= olo
-        last = np.clip(np.floor(ohi - 0.5), -1, W - 1)            # i + 0.5 <= ohi
+        # np.clip's bounds by np.maximum/np.minimum (at most a -0.0 for a 0.0; only sums and comparisons follow)
+        first = np.minimum(np.maximum(np.ceil(olo - 0.5), 0), W)         # i + 0.5 >= olo
+        last = np.minimum(np.maximum(np.floor(ohi - 0.5), -1), W - 1)    # i + 0.5 <= ohi
         rows = last >= first
         footprint_max = int((last - first + 1)[rows].sum())
         footprint_min = 0
         shown_max = footprint_max
         if footprint_max:
-            front = [j for j, (inner_j, support_j, _, far_j) in found.items()
-                     if j != k and len(inner_j) >= 3 and far_j + _FRONT_MARGIN < near
-                     and boxes_meet(silhouette_box(support_j), (u_min, u_max, v_min, v_max))]
+            if boxes is None:  # every silhouette's box once per call, as floats (silhouette_box's values)
+                boxes = {j: (-float(s[_HALF]), float(s[0]), -float(s[3 * _QUARTER]), float(s[_QUARTER]))
+                         for j, (_, s, _, _) in found.items()}
+            box = boxes[k]
+            front = [j for j, (inner_j, _, _, far_j) in found.items()
+                     if j != k and len(inner_j) >= 3 and far_j + _FRONT_MARGIN < near and boxes_meet(boxes[j], box)]
             own = len(inner) >= 3
             # k's inner rows and those of the objects in front, on all of k's rows, in one pass (per row the
             # same numbers as one call per polygon on its rows; issue 27)
@@ -525,8 +544,8 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
             if polygons:
                 los, his = _inner_rows_many(polygons, v)
             if own:
-                a = np.clip(np.floor(los[0] - 0.5) + 1, 0, W)              # i + 0.5 > lo
-                b = np.clip(np.ceil(his[0] - 0.5) - 1, -1, W - 1)         # i + 0.5 < hi
+                a = np.minimum(np.maximum(np.floor(los[0] - 0.5) + 1, 0), W)        # i + 0.5 > lo
+                b = np.minimum(np.maximum(np.ceil(his[0] - 0.5) - 1, -1), W - 1)   # i + 0.5 < hi
                 footprint_min = int(np.maximum(b - a + 1, 0).sum())
             if front:
                 first, last = first[rows], last[rows]
@@ -542,13 +561,16 @@ def upper_bounds(found: dict, camera, objects) -> dict[int, tuple[int, int, int]
 def _outer_rows_k(support: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``_outer_rows(_DIRECTIONS, support, v)`` for one support vector (K,): the same numbers, with the
     directions' masks precomputed and only the two lines along v tested for empty rows (no ``c`` is 0, so no
-    division warning to silence)."""
+    division warning); fifth round: max/min over the left/right lines alone, lines 8 and 24 by name (x1.29)."""
     rhs = support + _MARGIN - v[:, None] * _S                   # c * u <= rhs
     bound = rhs / _C
-    lo = np.where(_LEFT, bound, -np.inf).max(axis=1)
-    hi = np.where(_RIGHT, bound, np.inf).min(axis=1)
-    empty = (rhs[:, _VERTICAL] < 0).any(axis=1)
-    return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
+    # the maximum over the left lines only (the others' -inf never win; NaN propagates either way)
+    lo = bound[:, _LEFT_LINES].max(axis=1)
+    hi = bound[:, _RIGHT_LINES].min(axis=1)
+    empty = (rhs[:, _TOP] < 0) | (rhs[:, _BOTTOM] < 0)
+    lo[empty] = np.inf
+    hi[empty] = -np.inf
+    return lo, hi
 
 
 def _inner_rows_many(polygons: list, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
