@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import clevr_poc.reasoning.reasoner as reasoner_module
 from clevr_poc.dataset_reader import load_dataset
 from clevr_poc.reasoning import Reasoner
@@ -25,11 +27,10 @@ def _sizes(reasoner: Reasoner, environment) -> list[int]:
     return sorted(reasoner._solvers[key])
 
 
-def test_one_grounding_per_environment_then_own_programs_for_frequent_sizes(monkeypatch):
-    monkeypatch.setattr(reasoner_module, "OWN_PROGRAM_AFTER", 3)
+def test_one_grounding_per_environment_then_own_programs_for_frequent_sizes():
     example = next(iter(load_dataset(FIXTURE, "test")))
     environment, scene = example.environment, example.partial_scene
-    reasoner = Reasoner()
+    reasoner = Reasoner(own_program_after=3)
     assert reasoner._compile(reasoner.sanitize(TWO_HOPS)).slots == 3
     assert reasoner._compile(reasoner.sanitize(FOUR_OBJECTS)).slots == 5
     first = reasoner.answer(environment, scene, ONE_VARIABLE)
@@ -59,3 +60,13 @@ def test_borrowed_programs_give_the_answers_of_exact_ones():
             assert (answer.satisfiable, answer.values) == expected
             assert answer.values == direct.answer(environment, scene, query).values
         assert reasoner.answer(environment, scene, example.question.asp_query).values == example.question.answer
+
+
+def test_own_program_after_defaults_and_bad_values():
+    from clevr_poc.generation.question_generator import QuestionGenerator
+
+    assert Reasoner().own_program_after == reasoner_module.OWN_PROGRAM_AFTER == 16
+    assert QuestionGenerator().reasoner.own_program_after == reasoner_module.GENERATOR_OWN_PROGRAM_AFTER == 128
+    for bad in (-1, 2.5, True, "16"):
+        with pytest.raises(ValueError, match="own_program_after must be an integer >= 0"):
+            Reasoner(own_program_after=bad)

@@ -218,9 +218,9 @@ class QuestionGenerator:
     def __init__(self, reasoner=None, templates: Sequence[QuestionTemplate] | None = None, *,
                  attribute_shares: Mapping[str, float] | None = None, require_unambiguous: bool = True) -> None:
         if reasoner is None:
-            from clevr_poc.reasoning import Reasoner
+            from clevr_poc.reasoning.reasoner import GENERATOR_OWN_PROGRAM_AFTER, Reasoner
 
-            reasoner = Reasoner()
+            reasoner = Reasoner(own_program_after=GENERATOR_OWN_PROGRAM_AFTER)
         self.reasoner = reasoner
         self.templates = tuple(load_templates() if templates is None else templates)
         if not self.templates:

@@ -47,17 +47,21 @@ MIN_SLOTS = 2
 #: questions 4), so one grounding (about 17 ms) serves every question of an environment; a question with
 #: fewer variables solves about 0.1 ms slower on it than on a program of its own size (issue 27).
 FIRST_SLOTS = 4
-#: Questions of one size an environment answers on a larger program before it grounds one of that size.
-#: A grounding costs about 18 ms of CPU (program and atom tables 13 ms, the first solve's preparation
-#: 4.3 ms); a borrowed program about 0.07 ms more per question and unused variable (0.10-0.15 ms for a
-#: 2-variable question on the 4-variable program), so a program of its own pays off after 130-300
-#: questions of one size. Issue 27: at 16, the generator's workers (about 100 questions per environment
-#: each, 2 workers on ``benchmarks/generation.py``'s 2,000) grounded 3 programs per environment, at 128
-#: one: the recorded label calls of those 2,000 examples, replayed as the 2 workers get them, took
-#: x1.36-1.47 less CPU (60 -> 20 programs), in one process x1.06-1.18 (30 -> 10); the benchmark x1.10
-#: per CPU second, same files. A long session still gets exact-size programs, after 128 questions of a
-#: size instead of 16 (``benchmarks/reasoner_ab.py``'s warm passes: x0.94 median, x1.09 best).
-OWN_PROGRAM_AFTER = 128
+#: Questions of one size an environment answers on a larger program before it grounds one of that size
+#: (a Reasoner's default ``own_program_after``). A grounding costs about 18 ms of CPU (program and atom
+#: tables 13 ms, the first solve's preparation 4.3 ms); a borrowed program about 0.07 ms more per question
+#: and unused variable (0.10-0.15 ms for a 2-variable question on the 4-variable program). Evaluation sets
+#: have about 8 questions per environment, so they stay on the first program; a long session (an
+#: evaluation run answered again and again, a benchmark) gets exact-size programs soon: 128 instead of 16
+#: left ``benchmarks/reasoner_ab.py``'s warm passes x0.84 median (issue 27, 5 Dec 2026).
+OWN_PROGRAM_AFTER = 16
+#: ``own_program_after`` of the question generator's Reasoner: a program of its own pays off after
+#: 130-300 questions of one size, more than a generation worker asks per environment (about 100 on
+#: ``benchmarks/generation.py``'s 2,000 questions with 2 workers). At 16 those workers grounded 3 programs
+#: per environment, at 128 one: the recorded label calls of the 2,000 examples, replayed as the 2
+#: workers get them, took x1.36-1.47 less CPU (60 -> 20 programs); the benchmark x1.10 per CPU second,
+#: same files (issue 27).
+GENERATOR_OWN_PROGRAM_AFTER = 128
 #: Query texts whose checked value (and compiled form) a Reasoner keeps (LRU): a dataset's questions are
 #: answered again and again (evaluation runs, benchmarks) and the same text always gives the same value.
 QUERY_CACHE_SIZE = 4096
@@ -90,6 +94,10 @@ class Reasoner:
             the time limit cannot stop grounding (only for trusted, small queries).
         max_object_variables: most distinct object variables a query may use (default
             :data:`~clevr_poc.queries.query.MAX_QUERY_OBJECT_VARIABLES` = 6).
+        own_program_after: questions of one size an environment answers on a larger compiled program
+            before one of that size is grounded (>= 0; default :data:`OWN_PROGRAM_AFTER` = 16; the question
+            generator's Reasoner uses :data:`GENERATOR_OWN_PROGRAM_AFTER` = 128). Answers do not depend
+            on it, only the number of groundings and the time per question (:meth:`covering_solver`).
 
     Every query text goes through :func:`~clevr_poc.queries.sanitizer.sanitize_query` (the values of
     the last :data:`QUERY_CACHE_SIZE` texts are kept); a :class:`SanitizedQuery` is used as it is (it
@@ -103,7 +111,8 @@ class Reasoner:
     def __init__(self, *, time_limit: float = 10.0, rename_head: bool = True,
                  mode: ReasonerMode | str = ReasonerMode.COMPILED,
                  cache_size: int = 64, isolate: bool = True,
-                 max_object_variables: int = MAX_QUERY_OBJECT_VARIABLES) -> None:
+                 max_object_variables: int = MAX_QUERY_OBJECT_VARIABLES,
+                 own_program_after: int = OWN_PROGRAM_AFTER) -> None:
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
         if mode not in self.MODES:
@@ -115,6 +124,9 @@ class Reasoner:
         self.isolate = isolate
         self.max_object_variables = max_object_variables
         self.cache_size = cache_size
+        if isinstance(own_program_after, bool) or not isinstance(own_program_after, int) or own_program_after < 0:
+            raise ValueError(f"own_program_after must be an integer >= 0, got {own_program_after!r}")
+        self.own_program_after = own_program_after
         self._solvers: OrderedDict[tuple[int, str], dict[int, EnvironmentSolver]] = OrderedDict()
         self._solvers_lock = threading.Lock()
         #: (environment key, slots) -> questions of that size answered on a larger program
@@ -271,7 +283,7 @@ class Reasoner:
         """A grounded :class:`EnvironmentSolver` of ``environment`` with room for at least ``slots`` query
         variables (the same answers as one of exactly ``slots``: unused slots are externals assumed
         false): the program of that size if the environment has one; else the smallest larger one it
-        has, until :data:`OWN_PROGRAM_AFTER` questions of that size have used it; else a new program, of
+        has, until ``own_program_after`` (default :data:`OWN_PROGRAM_AFTER`) questions of that size have used it; else a new program, of
         ``max(slots, FIRST_SLOTS)`` variables when it is the environment's first. An environment's
         questions thus cost one grounding, not one per size, unless it answers many of one size."""
         key = (environment.num_objects, environment.constraints_asp())
@@ -283,7 +295,7 @@ class Reasoner:
                     return variants[slots]
                 larger = [size for size in variants if size > slots]
                 borrowed = self._borrowed.get((key, slots), 0)
-                if larger and borrowed < OWN_PROGRAM_AFTER:
+                if larger and borrowed < self.own_program_after:
                     self._borrowed[(key, slots)] = borrowed + 1
                     return variants[min(larger)]
         return self.solver_for(environment, slots if variants else max(slots, FIRST_SLOTS))
