@@ -152,6 +152,8 @@ def map_ordered(
 
 #: The pool of the innermost :func:`local_pool_session` block: [(workers, pool)], or empty.
 _SHARED_POOLS: list[tuple[int, ProcessPoolExecutor]] = []
+if hasattr(os, "register_at_fork"):  # a forked worker must not submit to its parent's pools
+    os.register_at_fork(after_in_child=_SHARED_POOLS.clear)
 
 
 #: Start methods a local pool may use (:func:`pool_start_method`).

@@ -155,3 +155,15 @@ def test_bad_pinned_start_method_stops_generate_before_it_writes(monkeypatch, tm
         generate_dataset(tmp_path / "data", environments=1, scenes_per_environment=1, seed=0, workers=2,
                          progress=False)
     assert not (tmp_path / "data").exists()
+
+
+def _shared_pools_seen(_: int) -> int:
+    from clevr_poc import executors
+
+    return len(executors._SHARED_POOLS)
+
+
+def test_forked_workers_do_not_see_the_parents_shared_pool(monkeypatch):
+    monkeypatch.setenv("CLEVR_POC_START_METHOD", "fork")
+    with local_pool_session(2):  # a pool of another width is forked while this session's pool is shared
+        assert list(map_ordered(_shared_pools_seen, range(4), workers=3)) == [0, 0, 0, 0]
