@@ -10,9 +10,16 @@ import pytest
 
 from clevr_poc import domain
 from clevr_poc.dataset_reader import load_dataset
-from clevr_poc.reasoning.compiled import EnvironmentSolver, _atom_key
+from clevr_poc.reasoning.compiled import EnvironmentSolver
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "perception" / "dataset"
+
+
+def _atom_key(text: str) -> tuple:
+    """``("q_property", 0, "color", "red")`` of the atom text ``q_property(0,color,red)`` (numbers as ints,
+    constants as names; the atoms read here have no other arguments)."""
+    name, _, rest = text.partition("(")
+    return (name, *(int(a) if a.isdigit() else a for a in rest[:-1].split(",")))
 
 
 def _walked(solver: EnvironmentSolver) -> dict:

@@ -54,23 +54,17 @@ def candidates_of_visible(environment: Environment, visible: Sequence[SceneObjec
 
     others = np.fromiter(map(type_id, visible), dtype=np.int64, count=len(visible))
     ok = check.object_replacements_row(others, allowed)  # one scene (issue 27: about 35% less time)
-    ids = allowed[ok]
-    result = frozenset(map(TYPE_TUPLES.__getitem__, ids.tolist()))
-    _remember_bits(result, ids)
-    return result
+    return frozenset(map(TYPE_TUPLES.__getitem__, allowed[ok].tolist()))
 
 
 def candidate_bits(candidates: frozenset[Candidate]) -> int | None:
     """``candidates`` as a set of object type ids (:mod:`~clevr_poc.generation.object_types`): bit t is set
-    when ``TYPE_TUPLES[t]`` is a candidate; None when a candidate is not an object type. Kept for the
-    last set asked about and for the last :func:`hidden_candidates` result (issue 27: the question
-    generator's :func:`~clevr_poc.generation.question_instance.possible_values` reads it several
-    times per question)."""
+    when ``TYPE_TUPLES[t]`` is a candidate; None when a candidate is not an object type. The last set's
+    bits are kept (issue 27: the question generator's
+    :func:`~clevr_poc.generation.question_instance.possible_values` reads them several times per question)."""
     global _LAST_BITS
     last = _LAST_BITS
     if last is not None and last[0] is candidates:
-        if type(last[1]) is not int:  # the type ids of a hidden_candidates result: made into bits now
-            return _remember_bits(candidates, last[1], now=True)
         return last[1]
     from clevr_poc.generation.object_types import TYPE_OF_TUPLE
 
@@ -80,26 +74,15 @@ def candidate_bits(candidates: frozenset[Candidate]) -> int | None:
         return None
     if None in ids:
         return None
-    return _remember_bits(candidates, np.asarray(ids, dtype=np.int64), now=True)
-
-
-def _remember_bits(candidates: frozenset[Candidate], ids: np.ndarray, now: bool = False) -> int | None:
-    """Keep ``candidates``' type ids ``ids``; made into bits now or on the first :func:`candidate_bits`
-    (a hopeless question never asks)."""
-    global _LAST_BITS
-    if not now:
-        _LAST_BITS = (candidates, ids)
-        return None
-    from clevr_poc.generation.object_types import NUM_TYPES
-
-    present = np.zeros(NUM_TYPES, dtype=bool)
-    present[ids] = True
-    bits = int.from_bytes(np.packbits(present, bitorder="little").tobytes(), "little")
+    bits = 0
+    for t in ids:
+        bits |= 1 << t
     _LAST_BITS = (candidates, bits)
     return bits
 
 
-_LAST_BITS: tuple[frozenset, int | np.ndarray] | None = None
+#: The last :func:`candidate_bits` argument (by identity) and its bits.
+_LAST_BITS: tuple[frozenset, int] | None = None
 
 
 def field_bits() -> tuple[dict[object, int], ...]:

@@ -131,17 +131,9 @@ def compile_query(query: SanitizedQuery) -> CompiledQuery | None:
     return CompiledQuery(len(slots), tuple(facts), target[2])
 
 
-def _atom_key(text: str) -> tuple:
-    """``("q_property", 0, "color", "red")`` of the atom ``q_property(0,color,red)``: its name, then its
-    arguments (numbers as ints, constants as names). Kept for reading programs atom by atom (tests compare
-    :class:`EnvironmentSolver`'s tables with such a walk); the atoms read here have only number and
-    constant arguments."""
-    name, _, rest = text.partition("(")
-    return (name, *(int(a) if a.isdigit() else a for a in rest[:-1].split(",")))
-
-
 def _symbol(key: tuple) -> clingo.Symbol:
-    """The clingo symbol of an atom key (:func:`_atom_key`'s form)."""
+    """The clingo symbol of an atom key: ``("q_property", 0, "color", "red")`` -> ``q_property(0,color,red)``
+    (its name, then its arguments: ints as numbers, strings as constants)."""
     name, *arguments = key
     return clingo.Function(name, [clingo.Number(a) if isinstance(a, int) else clingo.Function(a) for a in arguments])
 
@@ -156,7 +148,7 @@ class _AtomTable:
 
     Issue 27: an :class:`EnvironmentSolver` looks each of these atoms up in its program
     (``symbolic_atoms[symbol]``) instead of walking every atom of those signatures and printing and
-    parsing its symbol (``_atom_key(str(atom.symbol))``; relations with ``i > j`` included): the same
+    parsing its symbol (relations with ``i > j`` included): the same
     tables (``tests/test_compiled_tables.py``), 10.2-10.7 ms of CPU per program instead of 12.5-13.3 ms
     (the 10 environments of ``benchmarks/generation.py``, 2-4 query variables; 7.5-8.8 ms of it is
     clingo's grounding)."""
