@@ -21,7 +21,14 @@ constraints), exactly as ``python -m clevr_poc generate`` (default settings) run
    examples on pools of their own, which is what ``generate`` did before the cheap visibility bound and
    the shared sampler states (the outputs are identical: the benchmark checks it question by question);
 5. *dataset*: :func:`~clevr_poc.generation.dataset_writer.generate_dataset` into a temporary folder (writes
-   included; statistics/plots excluded from the rate);
+   included; statistics/plots excluded from the rate) under ``--dataset-dir`` (default: the system's
+   temporary folder). Printed beside it: what creating one file costs on that disk right now
+   (:func:`file_create_cost`, CPU microseconds per ``open(O_CREAT|O_EXCL)``), because the rate depends
+   on it: an ext4 file system *without a journal* (``/proc/fs/jbd2`` lists none; such as the 2-core
+   VMs of docs/benchmarks.md) skips every inode freed in the last 60-300 s when it creates a file
+   (``recently_deleted`` in the kernel's ``fs/ext4/ialloc.c``), so for a few minutes after many files
+   were deleted -- a previous run's temporary folder, a test suite -- each create costs up to ~0.7 ms
+   instead of ~20 us, and the dataset figure drops by about a fifth (measured: docs/benchmarks.md);
 6. *reference code* (``--reference-code DIR``, same run): step 3 once more in a subprocess that imports
    ``clevr_poc`` from ``DIR``, another checkout (e.g. ``git worktree add /tmp/clevr_poc_main main``):
    the ratio of this code's labelled questions/s to that code's, and whether their question files are
@@ -36,7 +43,8 @@ load average is printed next to each figure: other processes on the machine lowe
 Usage::
 
     python benchmarks/generation.py [--workers 2] [--environments 10] [--scenes 20000] [--questions 2000]
-                                    [--seed 0] [--no-baseline] [--reference-code DIR] [--json]
+                                    [--seed 0] [--no-baseline] [--reference-code DIR] [--dataset-dir DIR]
+                                    [--json]
 """
 
 from __future__ import annotations
@@ -99,6 +107,23 @@ def labelled_question(task: ExampleTask) -> tuple[str, int]:
     return result.question_json, result.attempts
 
 
+#: Files :func:`file_create_cost` creates (kept until the dataset run's temporary folder is removed).
+PROBE_FILES = 200
+
+
+def file_create_cost(folder: str, files: int = PROBE_FILES) -> float:
+    """CPU microseconds (user + system, this process) per new empty file created in ``folder``
+    (``os.open(O_CREAT | O_EXCL)`` + close), measured over ``files`` files. The files are left in
+    place: deleting them would itself make the next creates slower on a journal-less ext4 (see the
+    module docstring); the caller's temporary folder removes them at the end."""
+    os.makedirs(folder, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    started = time.process_time()
+    for index in range(files):
+        os.close(os.open(os.path.join(folder, f"probe_{index:04d}"), flags, 0o644))
+    return (time.process_time() - started) / files * 1e6
+
+
 def _cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and of its waited-for children so far."""
     total = 0.0
@@ -147,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure labelled questions with the clevr_poc of this checkout (same run)")
     parser.add_argument("--questions-only", action="store_true",
                         help="measure labelled questions only and print them as JSON (what --reference-code runs)")
+    parser.add_argument("--dataset-dir", metavar="DIR", default=None,
+                        help="folder in which the dataset run makes its temporary folder (default: the system's "
+                             "temporary folder); the disk's file-creation cost is printed beside the figure")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    if args.dataset_dir is not None and not os.path.isdir(args.dataset_dir):
+        parser.error(f"--dataset-dir {args.dataset_dir!r} is not a folder")
     if args.questions_only:
         args.no_baseline = args.no_dataset = True
         args.scenes = args.layout_scenes = 0
@@ -210,14 +240,17 @@ def main(argv: list[str] | None = None) -> int:
         baseline["identical_questions"] = reference == texts
     dataset = None
     if not args.no_dataset:
-        with tempfile.TemporaryDirectory() as tmp, _Timer() as timer:
-            summary = generate_dataset(os.path.join(tmp, "data"), environments=config.environments,
-                                       scenes_per_environment=config.scenes_per_environment, seed=config.seed,
-                                       workers=args.workers, progress=False)
+        with tempfile.TemporaryDirectory(dir=args.dataset_dir) as tmp:
+            create_us = file_create_cost(os.path.join(tmp, "probe"))
+            with _Timer() as timer:
+                summary = generate_dataset(os.path.join(tmp, "data"), environments=config.environments,
+                                           scenes_per_environment=config.scenes_per_environment, seed=config.seed,
+                                           workers=args.workers, progress=False)
         seconds = summary.environments_seconds + summary.examples_seconds
         dataset = {"count": summary.generated, "seconds": round(seconds, 2),
                    "per_second": round(summary.generated / seconds, 1),
                    "stats_and_plots_seconds": round(summary.stats_seconds, 2),
+                   "file_create_us": round(create_us, 1), "dataset_dir": os.path.dirname(tmp),
                    "load_average": [timer.load_before, timer.load_after]}
 
     def projected(rate: dict) -> dict:
@@ -274,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{dataset['seconds']:.1f} s, environments included; statistics and plots "
               f"{dataset['stats_and_plots_seconds']:.1f} s) | load {dataset['load_average'][0]:.1f}-"
               f"{dataset['load_average'][1]:.1f}")
+        print(f"  creating a file in {dataset['dataset_dir']} costs {dataset['file_create_us']:.0f} us "
+              f"CPU now (3 files per question; a journal-less ext4 costs up to ~700 us for minutes after many "
+              f"deletions, about 20 us otherwise: see the module docstring)")
     return 0
 
 
