@@ -256,6 +256,31 @@ def test_cli_resume_of_a_finished_dataset_is_a_no_op(reference, tmp_path, capsys
     assert tree(out) == tree(reference)
 
 
+def test_cli_summarises_the_unused_templates(reference, tmp_path, capsys):
+    """The console names at most three unused templates (a 6-question dataset leaves most of the 28 unused);
+    stats.json keeps the full list."""
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+    assert cli_main(["generate", "--out", str(out), "--environments", "2", "--scenes-per-environment", "3",
+                     "--seed", "7", "--no-progress"]) == 0
+    missing = json.loads((out / "stats.json").read_text())["templates_missing"]
+    assert len(missing) > 3
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("templates never used")]
+    assert lines == [f"templates never used: {len(missing)} of 28 ({', '.join(missing[:3])}, ...; "
+                     f"all {len(missing)} under templates_missing in {out / 'stats.json'})"]
+
+
+def test_unused_templates_line_lists_up_to_three_names():
+    from clevr_poc.commands.generate_command import unused_templates_line
+
+    stats = Path("d/stats.json")
+    assert (unused_templates_line(["a.json#0", "b.json#1"], 28, stats)
+            == "templates never used: 2 of 28 (a.json#0, b.json#1)")
+    assert (unused_templates_line([f"t.json#{i}" for i in range(19)], 28, stats)
+            == f"templates never used: 19 of 28 (t.json#0, t.json#1, t.json#2, ...; all 19 under templates_missing in "
+               f"{stats})")
+
+
 # ---------------------------------------------------------------------- loader: official layout, errors
 def _official_fixture(root: Path) -> Path:
     """A hand-made official-release folder: output/{complete,incomplete}/..., environment_constraints/.

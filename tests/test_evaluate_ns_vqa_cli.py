@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,24 @@ def dataset(tmp_path) -> tuple[Path, list[Question]]:
                   for index, shot in enumerate(load_fewshot_examples()[:6])]
 
 
+def test_run_time_line_shows_three_significant_digits_and_ms_per_question():
+    from types import SimpleNamespace
+
+    from clevr_poc.commands.evaluate_command import run_time_line, significant
+    from clevr_poc.experiment import ModelRun
+
+    def line(seconds: float, n: int, cached: int = 0) -> str:
+        return run_time_line(ModelRun("m", SimpleNamespace(n=n), seconds, cached))  # type: ignore[arg-type]
+
+    assert line(1.584, 80) == "time: 1.58 s (19.8 ms per question)"
+    assert line(0.0412, 6) == "time: 0.0412 s (6.87 ms per question)"  # was "time: 0.0 s, 0.0069 s per question"
+    assert line(152.44, 2000) == "time: 152 s (76.2 ms per question)"
+    assert line(0.0123, 3, cached=2) == "time: 0.0123 s (12.3 ms per question; 1 asked, 2 from the checkpoint)"
+    assert line(0.002, 3, cached=3) == "time: 0.00200 s (all 3 from the checkpoint)"
+    assert line(0.0, 0) == "time: 0 s (no questions)"
+    assert [significant(v) for v in (0.00004567, 9.999, 1234.5)] == ["0.0000457", "10.00", "1234"]
+
+
 def test_ns_vqa_gold_sources_score_one_and_record_time(dataset, tmp_path, capsys):
     root, questions = dataset
     assert [q.text for q in questions][0] == "What color is the medium thing?"
@@ -44,7 +63,7 @@ def test_ns_vqa_gold_sources_score_one_and_record_time(dataset, tmp_path, capsys
     assert status == 0, err
     assert json.loads(out[-1]) == {"exact_accuracy": 1.0, "jaccard": 1.0, "n": 6}
     assert out[-2] == "parse failures: 0 of 6 (scored as wrong)"
-    assert out[0].startswith("time: ") and "s per question" in out[0]
+    assert re.fullmatch(r"time: \d+\.\d+ s \(\d+(\.\d+)? ms per question\)", out[0]), out[0]
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["model"] == "NS-VQA (gold scene, gold ASP)"
     assert report["extra"]["seconds"] > 0 and "program_accuracy" not in report["extra"]
@@ -99,7 +118,8 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
         status, out, err = run_cli(argv + checkpoint + ["--limit", "3"], capsys)
         assert status == 0, err
         assert len(server.requests) == 3
-    assert out[1].startswith("time: ") and out[1].endswith("s per question (1 asked; 2 from the checkpoint)")
+    assert re.fullmatch(r"time: \d+\.\d+ s \(\d+(\.\d+)? ms per question; 1 asked, 2 from the checkpoint\)",
+                        out[1]), out[1]
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["extra"]["from_checkpoint"] == 2
     assert report["extra"]["seconds_per_question"] == pytest.approx(report["extra"]["seconds"], abs=1e-3)

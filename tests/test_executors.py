@@ -167,3 +167,17 @@ def test_forked_workers_do_not_see_the_parents_shared_pool(monkeypatch):
     monkeypatch.setenv("CLEVR_POC_START_METHOD", "fork")
     with local_pool_session(2):  # a pool of another width is forked while this session's pool is shared
         assert list(map_ordered(_shared_pools_seen, range(4), workers=3)) == [0, 0, 0, 0]
+
+
+def test_progress_bar_draws_the_finished_bar_once(capsys):
+    """tqdm's update draws the last step and close draws the finished bar again: in a log (no terminal to
+    overwrite the line) the demo showed ``render: 100%|...| 80/80 [...]`` twice on one line."""
+    pytest.importorskip("tqdm")
+    import time
+
+    assert list(map_ordered(time.sleep, [0.12] * 3, progress="render")) == [None] * 3
+    err = capsys.readouterr().err
+    frames = err.split("\r")
+    assert [frame.split("|")[0] for frame in frames if frame] == ["render:   0%", "render:  33%", "render:  67%",
+                                                                  "render: 100%"]
+    assert err.count("3/3") == 1 and err.endswith("\n")

@@ -207,3 +207,14 @@ def test_demo_refuses_an_out_folder_that_is_not_a_demo_folder(tmp_path):
     (tmp_path / "data" / "dataset.json").write_text("{}")
     with pytest.raises(FormatError, match=r"holds 'dataset.json' and is not a demo folder"):
         _check_demo_folder(tmp_path / "data")
+
+
+def test_readme_demo_scores_read_as_the_demo_prints_them():
+    """The README's demo row has the figures of the demo's Table 2 (4 decimals; the fresh-clone run's JSON line
+    was {"exact_accuracy": 0.9625, "jaccard": 0.98125, "n": 80}), not a third rounding (0.981)."""
+    from clevr_poc.evaluation import table2_markdown
+
+    table = table2_markdown({"all (80)": {"NS-VQA": {"exact_accuracy": 0.9625, "jaccard": 0.98125}}})
+    assert "| all (80) | 0.9625 |" in table and "| all (80) | 0.9812 |" in table
+    row = next(line for line in README.splitlines() if line.startswith("| the demo's fresh questions"))
+    assert row.endswith("| 80 | BiLSTM parser | 0.9625 | 0.9812 |")

@@ -22,8 +22,8 @@ With ``--scene perception`` or ``--query bilstm`` the first line on stdout names
 (``models: perception DIR, parser_bilstm DIR``: the default is the repository's ``models/``, or ``./models``
 of the working directory for an installed package). The last line on stdout is one JSON object
 ``{"exact_accuracy": float, "jaccard": float, "n": int}``; the
-line before it counts parse failures; with ``--model`` the lines before those give the run time (seconds per
-question) and, for ``--model ns-vqa`` with a parser, the program accuracy two ways: literal (the parsed query
+line before it counts parse failures; with ``--model`` the lines before those give the run time (:func:`run_time_line`:
+``time: 1.58 s (19.8 ms per question)``) and, for ``--model ns-vqa`` with a parser, the program accuracy two ways: literal (the parsed query
 equals the gold ``asp_query`` up to variable names and literal order,
 :func:`clevr_poc.parsing.equivalence.programs_equal`; the paper's measure) and semantic (the same answer set
 on the example's gold partial scene).
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from contextlib import nullcontext
 from dataclasses import replace
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from clevr_poc.baselines.vlm import VLMBaseline
     from clevr_poc.dataset_reader import Example
     from clevr_poc.evaluation import EvaluationReport, Model
+    from clevr_poc.experiment import ModelRun
     from clevr_poc.parsing import QueryParser
     from clevr_poc.perception import Perception
     from clevr_poc.pipeline import Pipeline
@@ -367,6 +369,28 @@ def _image_failures(args: argparse.Namespace, examples: list[Any]) -> dict[int, 
     return failures
 
 
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits in fixed notation, so that a nonzero value never prints
+    as 0.0: ``1.58``, ``19.8``, ``152``, ``0.00412``; ``0`` for zero."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def run_time_line(run: "ModelRun") -> str:
+    """The line ``evaluate --model`` prints for a run's wall-clock time: ``time: 1.58 s (19.8 ms per
+    question)``, the time per question counting only the questions asked in this run
+    (``time: 0.0123 s (12.3 ms per question; 1 asked, 2 from the checkpoint)``)."""
+    if run.asked:
+        detail = f"{significant(1000 * run.seconds / run.asked)} ms per question"
+        if run.cached:
+            detail += f"; {run.asked} asked, {run.cached} from the checkpoint"
+    else:
+        detail = f"all {run.cached} from the checkpoint" if run.cached else "no questions"
+    return f"time: {significant(run.seconds)} s ({detail})"
+
+
 def run_leaving_no_empty_out(args: argparse.Namespace) -> int | None:
     """:func:`run`, removing the ``--out`` folder it created when the run fails before writing into it
     (:func:`~clevr_poc.commands.shared.with_checked_outputs`): a bad input leaves nothing behind."""
@@ -434,8 +458,7 @@ def run(args: argparse.Namespace) -> int:
                   f"semantic {accuracy.semantic_correct} of {accuracy.n} ({accuracy.semantic_accuracy:.4f})")
         if args.model == "vlm":
             extra.update(_vlm_extra(model, report, examples))
-        print(f"time: {run.seconds:.1f} s, {extra['seconds_per_question']} s per question"
-              + (f" ({run.asked} asked; {run.cached} from the checkpoint)" if run.cached else ""))
+        print(run_time_line(run))
         report = replace(report, extra=extra)
         if args.answer_rule is not None:
             from clevr_poc.commands.selective_answers import apply_answer_rule

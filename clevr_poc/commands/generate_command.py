@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from clevr_poc.commands.shared import Subparsers, add_command
@@ -102,6 +103,20 @@ def _whole(shares: dict[str, float], option: str, example: str) -> dict[str, flo
 
         raise DatasetConfigError(f"{option}: the shares add up to {total:g}, not 1 (e.g. {example})")
     return shares
+
+
+#: Unused templates named on the console; the full list is ``templates_missing`` in ``stats.json``.
+UNUSED_TEMPLATES_SHOWN = 3
+
+
+def unused_templates_line(missing: list[str], templates: int, stats_file: Path) -> str:
+    """The console line on the question templates no question used: their count out of ``templates`` and
+    at most :data:`UNUSED_TEMPLATES_SHOWN` names, e.g. ``templates never used: 19 of 28 (one_hop.json#0,
+    one_hop.json#1, one_hop.json#2, ...; all 19 under templates_missing in small/stats.json)``."""
+    names = ", ".join(missing[:UNUSED_TEMPLATES_SHOWN])
+    if len(missing) > UNUSED_TEMPLATES_SHOWN:
+        names += f", ...; all {len(missing)} under templates_missing in {stats_file}"
+    return f"templates never used: {len(missing)} of {templates} ({names})"
 
 
 def _require_generate_extra() -> None:
@@ -205,7 +220,8 @@ def run(args: argparse.Namespace) -> int:
         print("splits: " + ", ".join(f"{k} {v}" for k, v in stats["splits"].items()))
         print("query attributes: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in stats["query_attribute_shares"].items()))
         if stats["templates_missing"]:
-            print(f"templates never used: {', '.join(stats['templates_missing'])}")
+            print(unused_templates_line(stats["templates_missing"], len(stats["templates"]),
+                                        summary.out_dir / "stats.json"))
         if generation["visibility"]["check"] != "off":
             print(f"visibility ({generation['visibility']['check']}, >= {generation['visibility']['min_pixels']} px): "
                   f"{generation['visibility_rejections']} of {generation['layouts_checked']} layouts rejected "
