@@ -392,7 +392,8 @@ def run(args: argparse.Namespace) -> int:
             report = score_predictions(examples, predictions, model=args.name or Path(args.predictions).stem,
                                        split=args.split, parse_failures=args.parse_failures)
         except FormatError as exc:
-            raise FormatError(str(exc), source=args.predictions) from None
+            raise FormatError(exc.message, source=args.predictions if exc.source is None else exc.source,
+                              field=exc.field, value=exc.value) from None
     else:
         from clevr_poc.experiment import program_accuracy, run_model
 

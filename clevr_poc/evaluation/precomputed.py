@@ -36,12 +36,12 @@ def score_predictions(examples: Iterable["Example"], predictions: Mapping[str, A
         seen.add(key)
     missing = [k for k in keys if k not in predictions]
     if missing:
-        raise FormatError(f"no prediction for {len(missing)} of {len(keys)} questions (first: {missing[0]!r})",
-                          field="predictions", value=missing[0])
+        raise FormatError(f"no prediction for {len(missing)} of {len(keys)} questions (the first one missing "
+                          f"is {missing[0]!r})", field="predictions")
     extra = sorted(k for k in predictions if k not in seen)
     if extra:
-        raise FormatError(f"{len(extra)} prediction key(s) match no question of the split (first: {extra[0]!r})",
-                          field="predictions", value=extra[0])
+        raise FormatError(f"{len(extra)} prediction key(s) match no question of the split (the first one is "
+                          f"{extra[0]!r})", field="predictions")
     table = PredictionTable(model, examples, {k: _prediction_from_json(predictions[k], k) for k in keys})
     return evaluate(table, examples, progress=False, name=model, split=split, parse_failures=parse_failures)
 
