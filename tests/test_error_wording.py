@@ -74,7 +74,8 @@ def test_an_environment_variable_is_named_as_one(monkeypatch):
     monkeypatch.setenv("CLEVR_POC_MAX_SCENE_FILE_BYTES", "lots")
     with pytest.raises(FormatError) as info:
         limits.cap("scene_file_bytes")
-    assert str(info.value) == "environment variable CLEVR_POC_MAX_SCENE_FILE_BYTES: must be an integer >= 1 (got 'lots')"
+    assert str(info.value) == ("environment variable CLEVR_POC_MAX_SCENE_FILE_BYTES: must be an integer >= 1 "
+                               "(got 'lots')")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -99,3 +100,13 @@ def test_an_unclosed_parenthesis_in_a_query_on_the_command_line_is_one_plain_lin
     assert result.stderr == f"error: rejected ASP query: unclosed '(' after 'hasProperty' at column 49: {query!r}\n"
     with pytest.raises(UnsafeProgramError, match=r"^rejected ASP query: '\)' at column 11 has no matching '\(': "):
         sanitize_query("missing(Q)) :- object(X).")
+
+
+def test_a_predictions_file_names_the_image_key_as_its_field():
+    """A predictions file is keyed by image file name: the key is the field (no 'predictions[...]' wrapper),
+    and a missing key is said once, without a repeated '(got ...)'."""
+    from clevr_poc.evaluation.precomputed import _prediction_from_json
+
+    with pytest.raises(FormatError) as info:
+        _prediction_from_json(5, "CLEVR_test_000001.png")
+    assert str(info.value) == "field 'CLEVR_test_000001.png': must be a list of values or null (got 5)"

@@ -115,7 +115,8 @@ def test_scene_file_over_its_cap_is_refused_from_its_size(tmp_path, monkeypatch,
     with pytest.raises(FormatError, match="over the scene_file_bytes cap of 100 "):
         Scene.from_file(small)
     monkeypatch.setenv("CLEVR_POC_MAX_SCENE_FILE_BYTES", "lots")
-    with pytest.raises(FormatError, match="environment variable CLEVR_POC_MAX_SCENE_FILE_BYTES: must be an integer >= 1"):
+    with pytest.raises(FormatError,
+                       match="environment variable CLEVR_POC_MAX_SCENE_FILE_BYTES: must be an integer >= 1"):
         Scene.from_file(small)
     monkeypatch.delenv("CLEVR_POC_MAX_SCENE_FILE_BYTES")
     with limits.override(scene_file_bytes=100):
