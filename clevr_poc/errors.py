@@ -40,8 +40,8 @@ _SIGNATURE = re.compile(r"[a-z][A-Za-z0-9_]*/\d+")
 def describe_place(field: object) -> str:
     """How a :class:`FormatError` names its ``field`` in plain words, by the field's shape:
     ``"line 3"`` (a line of a text or JSON-lines file) stays ``line 3``; a predicate signature such as
-    ``"object/1"`` reads ``predicate object/1``; a command-line option (``"--workers"``) reads
-    ``option --workers`` (``options --a/--b``); any other field (a JSON key or path such as ``"split"`` or
+    ``"object/1"`` reads ``predicate object/1``; a command-line option (``"--workers"``) stays
+    ``--workers``, as in argparse's own errors; any other field (a JSON key or path such as ``"split"`` or
     ``"objects[0].color"``) reads ``field 'split'``."""
     text = str(field)
     if _LINE.fullmatch(text):
@@ -49,7 +49,7 @@ def describe_place(field: object) -> str:
     if _SIGNATURE.fullmatch(text):
         return f"predicate {text}"
     if text.startswith("--"):
-        return f"{'options' if '/' in text else 'option'} {text}"
+        return text
     return f"field {text!r}"
 
 

@@ -23,7 +23,7 @@ ENVIRONMENT = (example_dir("appendix_a") / "environment.lp").read_text(encoding=
 
 @pytest.mark.parametrize("field, words", [
     ("line 3", "line 3"), ("line 2, column 7", "line 2, column 7"), ("object/1", "predicate object/1"),
-    ("--threads", "option --threads"), ("--max-tokens/--workers", "options --max-tokens/--workers"),
+    ("--threads", "--threads"), ("--max-tokens/--workers", "--max-tokens/--workers"),
     ("split", "field 'split'"), ("objects[0].color", "field 'objects[0].color'"),
     ("min_distance/margin", "field 'min_distance/margin'"),
 ])
