@@ -375,8 +375,10 @@ def loads_json(text: str, *, source: object = None, field: object = None) -> Any
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source,
-                          field=field) from None
+        # one line of a JSON-lines file (field "line 12"): its column only, the field names the line
+        at = (f"column {exc.colno}" if isinstance(field, str) and field.startswith("line ") and exc.lineno == 1
+              else f"line {exc.lineno} column {exc.colno}")
+        raise FormatError(f"invalid JSON at {at}: {exc.msg}", source=source, field=field) from None
     except RecursionError:
         raise FormatError(f"JSON nested deeper than {limits.describe('json_depth')}", source=source,
                           field=field) from None

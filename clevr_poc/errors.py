@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class ClevrPocError(Exception):
     """Base class of every error clevr_poc raises on purpose."""
@@ -12,7 +14,8 @@ class FormatError(ClevrPocError, ValueError):
 
     Attributes:
         source: file path or a description of where the data came from (may be None).
-        field: the field / line / key that is wrong (may be None).
+        field: the field / line / key that is wrong (may be None); the message names it as
+            :func:`describe_place` says (``<source>, line 3: ...``, ``<source>, field 'split': ...``).
         value: the offending value (may be None).
         message: the message without source, field and value.
     """
@@ -22,14 +25,32 @@ class FormatError(ClevrPocError, ValueError):
         self.message = message  # the bare message, without source, field and value
         self.field = field
         self.value = value
-        where = []
-        if self.source is not None:
-            where.append(self.source)
+        where = [] if self.source is None else [self.source]
         if field is not None:
-            where.append(f"field {field}")
-        prefix = ": ".join(where)
+            where.append(describe_place(field))
+        prefix = ", ".join(where)
         detail = message if value is None else f"{message} (got {value!r})"
         super().__init__(f"{prefix}: {detail}" if prefix else detail)
+
+
+_LINE = re.compile(r"line \d+(, column \d+)?")
+_SIGNATURE = re.compile(r"[a-z][A-Za-z0-9_]*/\d+")
+
+
+def describe_place(field: object) -> str:
+    """How a :class:`FormatError` names its ``field`` in plain words, by the field's shape:
+    ``"line 3"`` (a line of a text or JSON-lines file) stays ``line 3``; a predicate signature such as
+    ``"object/1"`` reads ``predicate object/1``; a command-line option (``"--workers"``) stays
+    ``--workers``, as in argparse's own errors; any other field (a JSON key or path such as ``"split"`` or
+    ``"objects[0].color"``) reads ``field 'split'``."""
+    text = str(field)
+    if _LINE.fullmatch(text):
+        return text
+    if _SIGNATURE.fullmatch(text):
+        return f"predicate {text}"
+    if text.startswith("--"):
+        return text
+    return f"field {text!r}"
 
 
 class OutputPathError(ClevrPocError):

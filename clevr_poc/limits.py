@@ -110,7 +110,8 @@ def _parse(name: str, text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise FormatError("must be an integer >= 1", source="environment", field=_VARIABLES[name], value=text)
+        raise FormatError("must be an integer >= 1", source=f"environment variable {_VARIABLES[name]}",
+                          value=text)
     return value
 
 

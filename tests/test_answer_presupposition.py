@@ -205,7 +205,7 @@ def perception_model():
 def test_perception_thresholds_are_scores(field, value):
     from clevr_poc.perception import Perception
 
-    with pytest.raises(FormatError, match=f"field {field}.*score in \\[0, 1\\]"):
+    with pytest.raises(FormatError, match=f"field '{field}'.*score in \\[0, 1\\]"):
         Perception.from_pretrained(Path(__file__).resolve().parent.parent / "models" / "perception", device="cpu",
                                    **{field: value})
 

@@ -36,7 +36,7 @@ def test_run_guarded_turns_errors_into_one_line(capsys):
 
     assert run_guarded(fails) == EXIT_ERROR
     err = capsys.readouterr().err
-    assert err.startswith("error: x.json") and err.count("\n") == 1 and "field f" in err
+    assert err.startswith("error: x.json") and err.count("\n") == 1 and "x.json, field 'f': bad value" in err
 
     def interrupted():
         raise KeyboardInterrupt

@@ -103,7 +103,7 @@ def test_bad_queries_and_files_give_the_command_lines_one_line_error(models, tmp
     assert view.error == capsys.readouterr().err.strip() and view.error.startswith(f"error: {broken}")
     not_an_image = run_upload(ENVIRONMENT, ENVIRONMENT, "What size is it?", models=models)
     assert not_an_image.error.startswith(f"error: {ENVIRONMENT}") and "image" in not_an_image.error
-    assert run_upload(None, ENVIRONMENT, "q", models=models).error == "error: field image: upload the image of the " \
+    assert run_upload(None, ENVIRONMENT, "q", models=models).error == "error: field 'image': upload the image of the " \
                                                                       "partial scene"
 
 
@@ -113,7 +113,7 @@ def test_an_example_without_a_rendered_image_says_so(models, tmp_path):
     generate_dataset(tmp_path / "d", environments=1, scenes_per_environment=2, seed=5, splits={"test": 1.0},
                      progress=False)
     view = run_example(Catalog(tmp_path / "d"), 0, models=models)
-    assert view.error.startswith("error: field image: no rendered image for this example")
+    assert view.error.startswith("error: field 'image': no rendered image for this example")
     assert view.answer is None and view.question
 
 

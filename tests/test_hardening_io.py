@@ -115,7 +115,8 @@ def test_scene_file_over_its_cap_is_refused_from_its_size(tmp_path, monkeypatch,
     with pytest.raises(FormatError, match="over the scene_file_bytes cap of 100 "):
         Scene.from_file(small)
     monkeypatch.setenv("CLEVR_POC_MAX_SCENE_FILE_BYTES", "lots")
-    with pytest.raises(FormatError, match="CLEVR_POC_MAX_SCENE_FILE_BYTES: must be an integer >= 1"):
+    with pytest.raises(FormatError,
+                       match="environment variable CLEVR_POC_MAX_SCENE_FILE_BYTES: must be an integer >= 1"):
         Scene.from_file(small)
     monkeypatch.delenv("CLEVR_POC_MAX_SCENE_FILE_BYTES")
     with limits.override(scene_file_bytes=100):
@@ -165,13 +166,13 @@ def test_non_finite_coordinates_and_paths_in_image_names_are_refused(scene_data,
         scene_data[key] = value
     else:
         scene_data["objects"][0][key] = value
-    with pytest.raises(FormatError, match=re.escape(f"field {field}")):
+    with pytest.raises(FormatError, match=re.escape(f"s.json, field '{field}': ")):
         Scene.from_json(scene_data, source="s.json")
 
 
 @pytest.mark.parametrize("answer", [[["red"]], [{"a": 1}], 3])
 def test_question_answer_that_is_not_a_value_is_a_format_error(answer):
-    with pytest.raises(FormatError, match="field answer: not an attribute value"):
+    with pytest.raises(FormatError, match="q.json, field 'answer': not an attribute value"):
         Question.from_json({"question": "What color?", "asp_query": APPENDIX_QUERY, "answer": answer}, source="q.json")
 
 
@@ -180,7 +181,7 @@ def test_checkpoint_line_with_a_huge_integer_is_a_format_error(tmp_path):
 
     path = tmp_path / "c.jsonl"
     path.write_text('{"checkpoint": "clevr_poc.evaluate", "model": "m"}\n{"key": ' + "7" * 5000 + "}\n")
-    with pytest.raises(FormatError, match=r"c\.jsonl: field line 2: invalid JSON value"):
+    with pytest.raises(FormatError, match=r"c\.jsonl, line 2: invalid JSON value"):
         Checkpoint(path, "m")
 
 
@@ -398,7 +399,7 @@ def test_bad_input_files_on_the_command_line_are_one_line(tmp_path):
                     1, str(deep), "nested deeper than the json_depth cap")
     _one_line_error(_cli("answer", "--environment", str(env_file), "--scene", "/dev/zero", "--query", APPENDIX_QUERY),
                     1, "/dev/zero", "not a regular file")
-    _one_line_error(_cli("parse", "--parser", "llm", "--questions", str(questions)), 1, "q.jsonl: field line 2",
+    _one_line_error(_cli("parse", "--parser", "llm", "--questions", str(questions)), 1, "q.jsonl, line 2: ",
                     "invalid JSON value")
 
 

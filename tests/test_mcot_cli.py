@@ -53,7 +53,7 @@ def test_errors_are_one_line(capsys, tmp_path):
     bad.write_text('{"id": "x", "choices": ["a", "b"], "answer": "Q", "domain": "d", "topic": "t", "messages": ["m"]}\n')
     assert main(["m3cot", "--predictions", str(bad)]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("error: ") and "record x" in err and "field answer" in err
+    assert err.count("\n") == 0 and err.startswith("error: ") and "bad.jsonl, line 1, record x, field 'answer': " in err
     assert main(["m3cot", "--backend", "openai:m@http://127.0.0.1:9/v1"]) == 1
     assert "--data is required" in capsys.readouterr().err
     assert main(["scienceqa", "--data", str(FIXTURES / "scienceqa"), "--backend", "nonsense"]) == 1

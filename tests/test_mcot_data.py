@@ -52,7 +52,7 @@ def test_scienceqa_malformed_record_names_file_id_and_field(tmp_path, field, val
     with pytest.raises(FormatError, match=message) as info:
         load_scienceqa(path)
     text = str(info.value)
-    assert str(path) in text and "record 202" in text and f"field {field}" in text
+    assert str(path) in text and f"{path}, record 202, field '{field}': " in text
 
 
 def test_scienceqa_split_with_unknown_id_is_an_error(tmp_path):
@@ -103,7 +103,7 @@ def test_m3cot_malformed_record_names_line_id_and_field(tmp_path, change, messag
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(FormatError, match=message) as info:
         load_m3cot(path)
-    assert "line 3" in str(info.value) and "cs-1" in str(info.value) and f"field {next(iter(change))}" in str(info.value)
+    assert f", line 3, record cs-1, field '{next(iter(change))}': " in str(info.value)
 
 
 def test_m3cot_bad_json_line_and_duplicates(tmp_path):
@@ -122,5 +122,5 @@ def test_m3cot_bad_json_line_and_duplicates(tmp_path):
 def test_m3cot_prediction_without_messages_is_an_error(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text((FIXTURES / "m3cot_data.jsonl").read_text().splitlines()[0] + "\n")
-    with pytest.raises(FormatError, match="field messages"):
+    with pytest.raises(FormatError, match="line 1, record sci-1, field 'messages': missing field"):
         load_m3cot(path, require_messages=True)

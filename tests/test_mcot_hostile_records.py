@@ -37,14 +37,14 @@ def _m3cot(folder: Path, **fields) -> Path:
 @pytest.mark.parametrize("image", ["../secret.png", "images/../../secret.png", "ABSOLUTE"])
 def test_an_m3cot_image_outside_the_data_folder_is_refused_naming_the_record(layout, image):
     image = str(layout / "secret.png") if image == "ABSOLUTE" else image
-    with pytest.raises(FormatError, match=r"m3cot\.jsonl record 'r1': field image: .*refused") as info:
+    with pytest.raises(FormatError, match=r"m3cot\.jsonl, record 'r1', field 'image': .*refused") as info:
         load_m3cot(_m3cot(layout, image=image))
     assert "\n" not in str(info.value)
 
 
 def test_an_m3cot_symlink_out_of_the_data_folder_is_refused(layout):
     (layout / "data" / "images" / "link.png").symlink_to(layout / "secret.png")
-    with pytest.raises(FormatError, match="record 'r1': field image: the image path leads outside"):
+    with pytest.raises(FormatError, match="record 'r1', field 'image': the image path leads outside"):
         load_m3cot(_m3cot(layout, image="images/link.png"))
 
 
@@ -70,7 +70,7 @@ def test_scienceqa_ids_and_images_stay_inside_the_image_folder(tmp_path):
     assert dataset["103"].image_path == data / "images" / "103" / "image.png"
     problems["103"]["image"] = str(tmp_path / "secret.png")
     (data / "problems.json").write_text(json.dumps(problems))
-    with pytest.raises(FormatError, match=r"problems\.json problem 103: field image: the image must be a path rel"):
+    with pytest.raises(FormatError, match=r"problems\.json, problem 103, field 'image': the image must be a path rel"):
         load_scienceqa(data)
 
 

@@ -57,7 +57,7 @@ def test_parser_outputs():
         raise FormatError("vocabulary miss", field="token", value="blorp")
 
     assert Pipeline.gold(failing).predict_detailed(example).error == \
-        "question parser failed: field token: vocabulary miss (got 'blorp')"
+        "question parser failed: field 'token': vocabulary miss (got 'blorp')"
     report = evaluate(unsafe, [example], progress=False)
     assert report.parse_failures == 1 and report.exact_accuracy == 0.0
     assert list(report.failure_reasons())[0].startswith("unsafe or invalid ASP query")

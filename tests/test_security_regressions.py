@@ -79,7 +79,7 @@ def test_non_ascii_environment_text_is_a_typed_error(line, tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-500:]
     message = result.stdout.strip()
-    assert f"field line {BACKGROUND.count(chr(10)) + 2}" in message and "non-ASCII character" in message
+    assert f"{path}, line {BACKGROUND.count(chr(10)) + 2}: non-ASCII character" in message
     assert str(path) in message
 
 
@@ -213,14 +213,19 @@ def test_reasoner_bounds_the_object_variables_of_a_typed_query():
 
 # ---------------------------------------------------------------- minor defects
 @pytest.mark.parametrize("query, words", [
-    ("missing(Q) :- left(X, hasProperty(X,size,Q).", "the '(' after 'left' is never closed"),
-    ("missing(Q) :- hasProperty(X,size,Q", "the '(' after 'hasProperty' is never closed"),
-    ("missing(Q) :- hasProperty(X,size,Q)).", "unmatched ')'"),
+    ("missing(Q) :- left(X, hasProperty(X,size,Q).", "unclosed '(' after 'left' at column 19: "),
+    ("missing(Q) :- hasProperty(X,size,Q", "unclosed '(' after 'hasProperty' at column 26: "),
+    ("missing(Q) :- hasProperty(X,size,Q)).", "')' at column 36 has no matching '(': "),
+    ("missing(Q) :-\n  %* ( *% left(X,\n  hasProperty(X,size,Q).", "unclosed '(' after 'left' at line 2, column 15: "),
+    ("missing(Q) :- ((X)", "unclosed '(' at column 15: "),
 ])
 def test_unbalanced_parenthesis_says_so(query, words):
+    """The message says which parenthesis, in plain words, with its column (and line, where the text has
+    several; comments are skipped as clingo skips them)."""
     with pytest.raises(UnsafeProgramError) as info:
         sanitize_query(query)
     assert words in str(info.value) and "function term" not in str(info.value)
+    assert str(info.value).count("\n") == 0
 
 
 def test_environment_error_names_the_parameter_once(tmp_path):
@@ -228,7 +233,7 @@ def test_environment_error_names_the_parameter_once(tmp_path):
     with pytest.raises(FormatError) as info:
         Environment.from_lp(path)
     message = str(info.value)
-    assert message == f"{path}: field line {BACKGROUND.count(chr(10)) + 2}: parameter v1: not a size (got 'larg')"
+    assert message == f"{path}, line {BACKGROUND.count(chr(10)) + 2}: parameter v1: not a size (got 'larg')"
 
 
 # ---------------------------------------------------------------- found by benchmarks/fuzz.py

@@ -124,7 +124,7 @@ class VLMBaseline(ChatAnsweringModel):
                               value=getattr(backend, "name", type(backend).__name__))
         self.max_tokens = DEFAULT_MAX_TOKENS[prompt] if max_tokens is None else int(max_tokens)
         if self.max_tokens < 1 or workers < 1:
-            raise FormatError("max_tokens and workers must be positive", field="--max-tokens/--workers",
+            raise FormatError("both must be positive", field="--max-tokens/--workers",
                               value=(self.max_tokens, workers))
         self.backend = backend
         self.prompt = prompt

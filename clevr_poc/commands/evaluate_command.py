@@ -229,7 +229,7 @@ def _model(args: argparse.Namespace) -> "Model":
                            name=args.name, device=args.device, dtype=args.dtype)
     max_tokens = 256 if args.max_tokens is None else args.max_tokens
     if max_tokens < 1 or args.workers < 1:
-        raise FormatError("--max-tokens and --workers must be positive", field="--max-tokens/--workers",
+        raise FormatError("both must be positive", field="--max-tokens/--workers",
                           value=(max_tokens, args.workers))
     from clevr_poc.baselines.llm_standalone import LLMStandalone
 
@@ -409,14 +409,15 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs(args)
     if args.predictions is not None:
         if args.limit is not None:
-            raise FormatError("--limit applies to --model runs only (a predictions file covers the whole split)",
+            raise FormatError("applies to --model runs only (a predictions file covers the whole split)",
                               field="--limit", value=args.limit)
         predictions = read_predictions(args.predictions)
         try:
             report = score_predictions(examples, predictions, model=args.name or Path(args.predictions).stem,
                                        split=args.split, parse_failures=args.parse_failures)
         except FormatError as exc:
-            raise FormatError(str(exc), source=args.predictions) from None
+            raise FormatError(exc.message, source=args.predictions if exc.source is None else exc.source,
+                              field=exc.field, value=exc.value) from None
     else:
         from clevr_poc.experiment import program_accuracy, run_model
 

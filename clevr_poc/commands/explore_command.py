@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.port > 65535:
         raise FormatError("must be 1..65535", field="--port", value=args.port)
     if args.predictions is not None and args.dataset is None:
-        raise FormatError("--predictions needs --dataset", field="--predictions")
+        raise FormatError("needs --dataset", field="--predictions")
     if importlib.util.find_spec("gradio") is None:
         raise ClevrPocError("explore needs gradio (not installed): install the [explore] extra "
                             "(pip install '.[explore]' in the clevr_poc folder)")

@@ -232,7 +232,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.workers > MAX_WORKERS:
         raise FormatError(f"at most {MAX_WORKERS} parallel requests", field="--workers", value=args.workers)
     if args.images == "caption" and args.benchmark != "scienceqa":
-        raise FormatError("--images caption needs a benchmark that ships captions (scienceqa)", field="--images",
+        raise FormatError("'caption' needs a benchmark that ships captions (scienceqa)", field="--images",
                           value=args.images)
     if args.benchmark == "scienceqa" and args.method not in SCIENCEQA_METHODS:
         raise FormatError(f"--method for scienceqa is one of {list(SCIENCEQA_METHODS)} (desp-cot and ccot are "

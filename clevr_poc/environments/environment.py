@@ -195,11 +195,9 @@ class Environment:
         try:
             statements = parse_statements(code, logger=logger)
         except RuntimeError:
-            detail = messages[0] if messages else "syntax error"
-            where = re.match(r"<string>:(\d+):", detail)
-            detail = re.sub(r"^<string>:[\d:-]+\s*(error:\s*)?", "", detail).replace("\n", " ")
+            line, detail = _syntax_error(messages[0] if messages else "syntax error", code)
             raise FormatError(f"not a valid ASP program: {detail}", source=source,
-                              field=f"line {where.group(1)}" if where else None) from None
+                              field=None if line is None else f"line {line}") from None
         lines = code.split("\n")  # clingo's lines: only "\n" ends one
         background = frozenset(_background_statements())
         seen_background: set[str] = set()
@@ -233,8 +231,8 @@ class Environment:
             count = _object_declaration(stmt)
             if count is not None:
                 if num_objects is not None:
-                    raise FormatError("object/1 declared twice", source=source, field=f"line {line}",
-                                      value=source_text.strip())
+                    raise FormatError("a second 'object(0..N-1).' line (the number of objects is declared twice)",
+                                      source=source, field=f"line {line}", value=source_text.strip())
                 num_objects = count
                 continue
             column = stmt.location.begin.column
@@ -249,7 +247,8 @@ class Environment:
             else:
                 units.append(([line], stmt.location.end.line, [canonical], [source_text]))
         if num_objects is None:
-            raise FormatError("no object(0..N-1) declaration", source=source, field="object/1")
+            raise FormatError("no 'object(0..N-1).' line saying how many objects a scene has", source=source,
+                              field="object/1")
         if not 1 <= num_objects <= MAX_OBJECTS:
             raise FormatError(f"number of objects must be 1..{MAX_OBJECTS}", source=source, field="object/1",
                               value=num_objects)
@@ -275,6 +274,36 @@ class Environment:
 
     def __str__(self) -> str:
         return self.describe()
+
+
+#: clingo's names of the tokens in its syntax errors, in plain words
+_CLINGO_TOKENS = {"EOF": "end of file", "<IDENTIFIER>": "name", "<VARIABLE>": "variable", "<NUMBER>": "number",
+                  "<STRING>": "string", "<ANONYMOUS>": "variable"}
+
+
+def _syntax_error(message: str, code: str) -> tuple[int | None, str]:
+    """``(line, plain detail)`` of clingo's parser message ``<string>:L:C-E: error: syntax error,
+    unexpected T[, expecting ...]`` on ``code``: ``syntax error at column C: unexpected <what> '<text>'``,
+    the text cut from ``code`` (clingo's columns are 1-based, the end exclusive; one line only)."""
+    where = re.match(r"<string>:(\d+):(\d+)(?:-(\d+))?:", message)
+    detail = re.sub(r"^<string>:[\d:-]+\s*(error:\s*)?", "", message.strip()).replace("\n", " ")
+    if where is None:
+        return None, detail
+    line, column = int(where.group(1)), int(where.group(2))
+    found = re.fullmatch(r"syntax error, unexpected ([^\s,]+)(?:, expecting (.*))?", detail)
+    if found is None:
+        return line, detail
+    token, expecting = found.groups()
+    if token in _CLINGO_TOKENS:
+        lines = code.split("\n")
+        end = int(where.group(3)) if where.group(3) else column + 1
+        text = lines[line - 1][column - 1:end - 1] if line <= len(lines) and token != "EOF" else ""
+        what = _CLINGO_TOKENS[token] + (f" {text!r}" if text else "")
+    else:
+        what = repr(token)
+    if expecting:
+        what += ", expecting " + " or ".join(_CLINGO_TOKENS.get(t, repr(t)) for t in expecting.split(" or "))
+    return line, f"syntax error at column {column}: unexpected {what}"
 
 
 def _constraint(rules: list[str], texts: list[str], source: object, line: int) -> Constraint:

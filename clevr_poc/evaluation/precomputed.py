@@ -36,12 +36,12 @@ def score_predictions(examples: Iterable["Example"], predictions: Mapping[str, A
         seen.add(key)
     missing = [k for k in keys if k not in predictions]
     if missing:
-        raise FormatError(f"no prediction for {len(missing)} of {len(keys)} questions (first: {missing[0]!r})",
-                          field="predictions", value=missing[0])
+        raise FormatError(f"no prediction for {len(missing)} of {len(keys)} questions (the first one missing "
+                          f"is {missing[0]!r})")
     extra = sorted(k for k in predictions if k not in seen)
     if extra:
-        raise FormatError(f"{len(extra)} prediction key(s) match no question of the split (first: {extra[0]!r})",
-                          field="predictions", value=extra[0])
+        raise FormatError(f"{len(extra)} prediction key(s) match no question of the split (the first one is "
+                          f"{extra[0]!r})")
     table = PredictionTable(model, examples, {k: _prediction_from_json(predictions[k], k) for k in keys})
     return evaluate(table, examples, progress=False, name=model, split=split, parse_failures=parse_failures)
 
@@ -50,12 +50,11 @@ def _prediction_from_json(value: object, key: str) -> Prediction:
     if value is None:
         return Prediction(None, "null in the predictions file")
     if not isinstance(value, list):
-        raise FormatError("must be a list of values or null", field=f"predictions[{key!r}]",
-                          value=value)
+        raise FormatError("must be a list of values or null", field=key, value=value)
     for item in value:
         if not isinstance(item, str) or item not in domain.ATTRIBUTE_OF_VALUE:
             raise FormatError(f"not one of the {len(domain.LABELS)} labels {sorted(domain.LABELS)}",
-                              field=f"predictions[{key!r}]", value=item)
+                              field=key, value=item)
     return Prediction(frozenset(value))
 
 

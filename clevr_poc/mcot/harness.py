@@ -341,8 +341,8 @@ def run_m3cot(records: Sequence[M3CoTRecord], backend: ChatBackend, *, strategy:
         for number, line in enumerate(read_text(output_path, what="an experiment file").split("\n"), start=1):
             if not line.strip():
                 continue
-            row = loads_json(line, source=f"{output_path} line {number}")  # every JSON failure: FormatError
-            previous = parse_m3cot_record(row, source=f"{output_path} line {number}", index=number,
+            row = loads_json(line, source=f"{output_path}, line {number}")  # every JSON failure: FormatError
+            previous = parse_m3cot_record(row, source=f"{output_path}, line {number}", index=number,
                                           require_messages=True)
             if row.get("strategy", strategy) != strategy:
                 raise FormatError("existing experiment file was made with another strategy; remove it or choose "

@@ -187,7 +187,7 @@ def parse_scienceqa_problem(qid: str, record: object, *, source: object = "probl
         FormatError: naming ``source``, the record id and the field (missing field, wrong type, answer
             index out of range, bad grade).
     """
-    where = f"{source} record {qid}"
+    where = f"{source}, record {qid}"
     if not isinstance(record, Mapping):
         raise FormatError("a problem must be a JSON object", source=where, value=type(record).__name__)
     choices = _choices(record, where, 5)
@@ -336,7 +336,7 @@ def load_scienceqa(data: str | Path, *, pid_splits: str | Path | None = None, ca
         problems[qid] = parse_scienceqa_problem(
             qid, record, source=problems_path, caption=caption_map.get(qid, ""),
             image_path=_find_image(images, qid, str(split or ""), image if isinstance(image, str) else None,
-                                   where=f"{problems_path} problem {qid}", listings=listings))
+                                   where=f"{problems_path}, problem {qid}", listings=listings))
     if pid_splits is not None:
         splits = _load_splits(Path(pid_splits))
         for name, ids in splits.items():
@@ -415,10 +415,10 @@ def parse_m3cot_record(record: object, *, source: object = "m3cot", index: int =
         FormatError: naming ``source``, the record id (or its line number) and the field.
     """
     if not isinstance(record, Mapping):
-        raise FormatError("a record must be a JSON object", source=f"{source} record #{index}",
+        raise FormatError("a record must be a JSON object", source=f"{source}, record #{index}",
                           value=type(record).__name__)
     rid = record.get("id")
-    where = f"{source} record {rid}" if isinstance(rid, str) and rid else f"{source} record #{index}"
+    where = f"{source}, record {rid}" if isinstance(rid, str) and rid else f"{source}, record #{index}"
     rid = _require(record, "id", str, where)
     choices = _choices(record, where, len(OPTION_LETTERS))
     answer = _require(record, "answer", (str, int), where)
@@ -512,7 +512,7 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        yield number, loads_json(line, source=f"{path} line {number}")  # every JSON failure: FormatError
+        yield number, loads_json(line, source=f"{path}, line {number}")  # every JSON failure: FormatError
 
 
 def _iter_parquet(path: Path) -> Iterator[tuple[int, Any]]:
@@ -546,7 +546,7 @@ def iter_m3cot_records(path: str | Path, *, require_messages: bool = False) -> I
         raise FormatError("expected a .jsonl or .parquet file", source=path, value=path.suffix)
     seen: set[str] = set()
     for number, row in rows:
-        record = parse_m3cot_record(row, source=f"{path} line {number}" if suffix != ".parquet" else path,
+        record = parse_m3cot_record(row, source=f"{path}, line {number}" if suffix != ".parquet" else path,
                                     index=number, require_messages=require_messages)
         if record.id in seen:
             raise FormatError("duplicate record id", source=path, field="id", value=record.id)
@@ -570,4 +570,4 @@ def load_m3cot(path: str | Path, *, split: str | None = None, require_messages: 
     folders += [folder, folder / "images"]
     listings: dict[Path, frozenset[str]] = {}
     return [r if r.image_bytes else replace(r, image_path=_find_m3cot_image(
-        r, folders, listings, where=f"{path} record {r.id!r}")) for r in records]
+        r, folders, listings, where=f"{path}, record {r.id!r}")) for r in records]

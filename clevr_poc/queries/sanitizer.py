@@ -143,20 +143,31 @@ _FAST_GUARD = re.compile(r"(?<![A-Za-z0-9_])(?:_|0[0-9A-Za-z])|\.\.")
 
 
 def _check_parentheses(tokens: list[str], text: str) -> None:
-    """Reject unbalanced parentheses with a message that says so (before the parser reads a term)."""
+    """Reject unbalanced parentheses with a message that says so and where (before the parser reads a
+    term): ``unclosed '(' after 'left' at column 19`` (the innermost one left open) or ``')' at column 40 has no
+    matching '('``; ``line L, column C`` where the text has several lines (1-based, as clingo counts)."""
     depth = 0
-    opened: list[str] = []
+    opened: list[int] = []  # token index of each open "("
     for i, token in enumerate(tokens):
         if token == "(":
             depth += 1
-            opened.append(tokens[i - 1] if i else "(")
+            opened.append(i)
         elif token == ")":
             depth -= 1
             if depth < 0:
-                raise _reject("unmatched ')' (no '(' to close)", text)
+                raise _reject(f"')' at {_position(text, i)} has no matching '('", text)
             opened.pop()
     if depth > 0:
-        raise _reject(f"unclosed parenthesis: the '(' after {opened[-1]!r} is never closed", text)
+        i = opened[-1]
+        after = f" after {tokens[i - 1]!r}" if i and tokens[i - 1] not in _ALLOWED_PUNCT else ""
+        raise _reject(f"unclosed '('{after} at {_position(text, i)}", text)
+
+
+def _position(text: str, index: int) -> str:
+    """``column C`` (one-line text) or ``line L, column C`` of the code token number ``index`` (as
+    :func:`_tokenize` counts them: comments and blanks skipped)."""
+    token = lex(text).tokens[index]
+    return f"column {token.column}" if "\n" not in text.strip() else f"line {token.line}, column {token.column}"
 
 
 class _Parser:
