@@ -8,13 +8,13 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, reject, settings, strategies as st
 
 from clevr_poc import domain
 from clevr_poc.environments.environment import Environment
 from clevr_poc.environments.sampler import sample_environment
 from clevr_poc.environments.templates import TEMPLATES, Constraint
-from clevr_poc.errors import FormatError
+from clevr_poc.errors import FormatError, SolverTimeoutError
 from clevr_poc.generation.object_types import FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE, TYPE_FIELDS
 from clevr_poc.generation.scene_programs import SceneProgram, random_models
 from clevr_poc.generation.scene_rules import SceneRules
@@ -94,7 +94,10 @@ def constraints(draw) -> Constraint:
 def test_rules_agree_with_clingo_on_random_constraints(chosen, num_objects, seed):
     environment = Environment(tuple(chosen), num_objects)
     gen = np.random.default_rng(seed)
-    complete = random_models(environment, 4, seed=seed % 1000)
+    try:
+        complete = random_models(environment, 4, seed=seed % 1000, time_limit=5.0)
+    except SolverTimeoutError:  # a rare random environment whose search is hard: it tests nothing here,
+        reject()                # and 30 s searches made the suite fail on a busy machine
     scenes = np.array(complete, dtype=np.int64).reshape(-1, num_objects)
     scenes = np.concatenate((scenes, gen.integers(0, 768, (4, num_objects))))
     python = _agree(environment, _variants(scenes, gen))
