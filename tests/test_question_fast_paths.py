@@ -19,7 +19,7 @@ from clevr_poc.generation.question_instance import (
 )
 from clevr_poc.generation.scene_index import SceneIndex
 from clevr_poc.generation.template_files import load_templates
-from clevr_poc.generation.template_shape import _INLINE, shuffled_cut
+from clevr_poc.generation.template_shape import _INLINE, choose, shuffled_cut
 from clevr_poc.queries.query import Atom, Constant, Inequality, Number, Variable, analyse
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
@@ -140,6 +140,16 @@ def test_inline_draws_are_shuffle_and_randint():
         a.shuffle(order)
         assert shuffled_cut(b, allowed) == (order, a.randint(0, len(order)))
         assert a.getstate() == b.getstate()
+
+
+def test_inline_choice_is_rng_choice():
+    for seed in range(300):
+        options = list(range(1 + seed % 17))
+        a, b = random.Random(seed), random.Random(seed)
+        assert [choose(b, options) for _ in range(5)] == [a.choice(options) for _ in range(5)]
+        assert a.getstate() == b.getstate()
+    with pytest.raises(IndexError):
+        choose(random.Random(0), [])
 
 
 def test_query_check_keeps_literals_with_other_term_types_apart():
