@@ -15,11 +15,11 @@ from clevr_poc import FormatError, domain
 from clevr_poc.generation.object_types import TYPE_TUPLES
 from clevr_poc.generation.question_generator import QuestionGenerator, TemplateNotApplicable
 from clevr_poc.generation.question_instance import (
-    _PLANS, Instance, official_asp_query, possible_values, rewritten_asp_query, tidy_text,
+    _PLANS, Instance, _domain_literals_uniform, official_asp_query, possible_values, rewritten_asp_query, tidy_text,
 )
 from clevr_poc.generation.scene_index import SceneIndex
 from clevr_poc.generation.template_files import load_templates
-from clevr_poc.generation.template_shape import _INLINE, shuffled_cut
+from clevr_poc.generation.template_shape import _INLINE, choose, shuffled_cut
 from clevr_poc.queries.query import Atom, Constant, Inequality, Number, Variable, analyse
 from clevr_poc.scene import Scene, SceneObject, compute_relationships
 
@@ -57,11 +57,16 @@ def test_official_query_from_the_plan_equals_the_rewrite_on_every_template():
     for instance, _, _ in instances:
         fast, slow = official_asp_query(instance), rewritten_asp_query(instance)
         assert fast == slow and fast.text == slow.text
+        # the plan's kept check (by pattern of present descriptions) finds what checking this body finds
+        assert (fast.variables, fast.object_variables, fast.attribute) == \
+            (slow.variables, slow.object_variables, slow.attribute)
         assert [tuple(map(type, lit.terms)) for lit in fast.body] == [tuple(map(type, lit.terms)) for lit in slow.body]
     templates = {instance.template.id for instance, _, _ in instances}
     assert len(templates) == len(load_templates())  # every template was instantiated
     planned = {entry[0].id for entry in _PLANS.values() if entry[1] is not None}
     assert templates <= planned  # ... and took the plan
+    assert _domain_literals_uniform()  # ... whose kept checks served the later bodies of each pattern
+    assert sum(len(entry[1].analyses) for entry in _PLANS.values() if entry[1] is not None) >= len(templates)
 
 
 def test_official_query_from_the_plan_raises_as_the_rewrite():
@@ -135,6 +140,16 @@ def test_inline_draws_are_shuffle_and_randint():
         a.shuffle(order)
         assert shuffled_cut(b, allowed) == (order, a.randint(0, len(order)))
         assert a.getstate() == b.getstate()
+
+
+def test_inline_choice_is_rng_choice():
+    for seed in range(300):
+        options = list(range(1 + seed % 17))
+        a, b = random.Random(seed), random.Random(seed)
+        assert [choose(b, options) for _ in range(5)] == [a.choice(options) for _ in range(5)]
+        assert a.getstate() == b.getstate()
+    with pytest.raises(IndexError):
+        choose(random.Random(0), [])
 
 
 def test_query_check_keeps_literals_with_other_term_types_apart():

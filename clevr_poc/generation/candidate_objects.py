@@ -69,14 +69,14 @@ def candidate_bits(candidates: frozenset[Candidate]) -> int | None:
     from clevr_poc.generation.object_types import TYPE_OF_TUPLE
 
     try:
-        ids = [TYPE_OF_TUPLE.get(c) for c in candidates]
+        ids = list(map(TYPE_OF_TUPLE.get, candidates))
     except TypeError:  # an unhashable candidate
         return None
     if None in ids:
         return None
-    bits = 0
-    for t in ids:
-        bits |= 1 << t
+    # distinct members of a set are distinct keys of TYPE_OF_TUPLE (the inverse of TYPE_TUPLES): distinct
+    # ids, so their sum of bits is their union
+    bits = sum(map((1).__lshift__, ids))
     _LAST_BITS = (candidates, bits)
     return bits
 

@@ -88,7 +88,7 @@ from clevr_poc.generation.question_instance import (
 )
 from clevr_poc.generation.template_files import QuestionTemplate, TemplateNode, load_templates
 from clevr_poc.generation.template_shape import (
-    INTERSECT, OBJECT, RELATE, SAME, SCENE, TemplateShape as _TemplateShape, node_distance,
+    INTERSECT, OBJECT, RELATE, SAME, SCENE, TemplateShape as _TemplateShape, choose, node_distance,
     same_attribute as _same_attribute, shuffled_cut,
 )
 from clevr_poc.question import Question
@@ -380,10 +380,10 @@ class QuestionGenerator:
         world = None  # the PartialWorld of the Python verdicts, built at the first one (False: outside it)
         # the first half of the tries stays with one family drawn uniformly, so that families whose
         # questions are rarely narrow enough (zero_hop) are not crowded out by the others; then any family
-        first_family = rng.choice(families)
+        first_family = choose(rng, families)
         for attempt in range(max_tries):
-            family_now = first_family if attempt < max_tries // 2 else rng.choice(families)
-            template = rng.choice(by_family[family_now])
+            family_now = first_family if attempt < max_tries // 2 else choose(rng, families)
+            template = choose(rng, by_family[family_now])
             try:
                 instance = self.instantiate(template, complete_scene, hidden_index, rng)
             except TemplateNotApplicable:
@@ -464,8 +464,8 @@ class QuestionGenerator:
             relations = [r for r in domain.RELATIONS if not used.issuperset(held[r])]
             if not relations:
                 raise TemplateNotApplicable
-            relation = rng.choice(relations)
-            ref = rng.choice([p for p in held[relation] if p not in used])
+            relation = choose(rng, relations)
+            ref = choose(rng, [p for p in held[relation] if p not in used])
             chosen[param] = relation
             used.add(ref)
             assign(object_node, ref)
@@ -485,7 +485,7 @@ class QuestionGenerator:
                 options = [p for p, v in enumerate(column) if p not in used and v == value]
                 if not options:
                     raise TemplateNotApplicable
-                ref = rng.choice(options)
+                ref = choose(rng, options)
                 used.add(ref)
                 assign(node.inputs[0], ref)
 

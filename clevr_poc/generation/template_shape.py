@@ -91,8 +91,9 @@ def _step(i: int, node: TemplateNode) -> tuple:
 
 
 def _inline_draws_agree() -> bool:
-    """Whether :func:`shuffled_cut`'s inline draws equal ``rng.shuffle`` + ``rng.randint`` here (they
-    do on CPython 3.11-3.13, where both draw with ``Random._randbelow``; checked once at import)."""
+    """Whether :func:`shuffled_cut`'s and :func:`choose`'s inline draws equal ``rng.shuffle`` +
+    ``rng.randint`` and ``rng.choice`` here (they do on CPython 3.11-3.13, where all of them draw with
+    ``Random._randbelow``, ``getrandbits`` of ``n.bit_length()`` bits until below n; checked once at import)."""
     for seed in range(40):
         for n in range(5):
             a, b = random.Random(seed), random.Random(seed)
@@ -100,15 +101,41 @@ def _inline_draws_agree() -> bool:
             a.shuffle(order)
             if (order, a.randint(0, n)) != _inline(b, list(range(n))) or a.getstate() != b.getstate():
                 return False
+        for n in range(1, 13):
+            a, b = random.Random(seed), random.Random(seed)
+            options = list(range(n))
+            if [a.choice(options) for _ in range(3)] != [_choice(b, options) for _ in range(3)] \
+                    or a.getstate() != b.getstate():
+                return False
     return True
 
 
 def _inline(rng: random.Random, order: list) -> tuple[list, int]:
-    randbelow = rng._randbelow
+    getrandbits = rng.getrandbits
     for i in range(len(order) - 1, 0, -1):
-        j = randbelow(i + 1)
+        n = i + 1  # j = rng._randbelow(n)
+        bits = n.bit_length()
+        j = getrandbits(bits)
+        while j >= n:
+            j = getrandbits(bits)
         order[i], order[j] = order[j], order[i]
-    return order, randbelow(len(order) + 1)
+    n = len(order) + 1  # rng.randint(0, len(order)) = rng._randbelow(len(order) + 1)
+    bits = n.bit_length()
+    k = getrandbits(bits)
+    while k >= n:
+        k = getrandbits(bits)
+    return order, k
+
+
+def _choice(rng: random.Random, options: Sequence):
+    n = len(options)
+    if not n:
+        raise IndexError("Cannot choose from an empty sequence")
+    bits = n.bit_length()
+    j = rng.getrandbits(bits)
+    while j >= n:
+        j = rng.getrandbits(bits)
+    return options[j]
 
 
 _INLINE = hasattr(random.Random, "_randbelow") and _inline_draws_agree()
@@ -118,9 +145,18 @@ def shuffled_cut(rng: random.Random, allowed: Sequence[str]) -> tuple[list[str],
     """``order = list(allowed); rng.shuffle(order); k = rng.randint(0, len(order))``: the same draws
     and results, made inline for a plain :class:`random.Random` when the import-time check
     (:func:`_inline_draws_agree`) found them equal (issue 27: 3.7-4.2 against 4.7-5.0 us per call for
-    four attributes, timeit at load 4)."""
+    four attributes, timeit at load 4; ``getrandbits`` called directly, without ``_randbelow``)."""
     order = list(allowed)
     if _INLINE and type(rng) is random.Random:
         return _inline(rng, order)
     rng.shuffle(order)
     return order, rng.randint(0, len(order))
+
+
+def choose(rng: random.Random, options: Sequence):
+    """``rng.choice(options)``: the same draw and element, made inline for a plain :class:`random.Random`
+    as :func:`shuffled_cut` (issue 27: the question generator draws about 110,000 of them per 2,000
+    benchmark examples)."""
+    if _INLINE and type(rng) is random.Random:
+        return _choice(rng, options)
+    return rng.choice(options)
