@@ -9,7 +9,9 @@ anything else, a directive, a string, a non-ASCII character first of all, is rej
 rule of the query language into typed terms and literals, and checks them
 (:func:`clevr_poc.queries.query.analyse`: every predicate, constant and bound); the result is a
 :class:`~clevr_poc.queries.query.SanitizedQuery`, whose canonical text, printed from the checked
-structure, is the only query text that ever reaches the solver (comments never do).
+structure, is the only query text that ever reaches the solver (comments never do). A rejected text
+that reads as English (:func:`looks_like_english`) is rejected with :data:`ENGLISH_HINT` instead of
+its first bad token, and a bare word in the body is named as such (not as a bad comparison).
 
 Query language (SEMANTICS.md, paper §3.4)::
 
@@ -23,6 +25,10 @@ Query language (SEMANTICS.md, paper §3.4)::
   ids, region ids, attribute names and values;
 - at most :data:`MAX_QUERY_OBJECT_VARIABLES` distinct variables in object positions (the official question
   families use at most 4: X, Y1, Y2, Y3), at most :data:`MAX_VARIABLES` variables in all;
+- a variable other than the head that occurs once, in a value (or attribute) position of ``hasProperty/3``
+  (``sameProperty/3``), and reads as a value (an attribute) in lower case is rejected:
+  ``hasProperty(X,color,Red)`` would match every colour ("'Red' is a variable (capitalised); the value is
+  'red'"); other singleton variables are kept (valid ASP; no official or generated query has one);
 - nothing else: no directives (``#script``, ``#include``, ``#external``, ``#program``, ``#const``, ...),
   no ``not``, no aggregates, intervals, pools, functions, ``@`` calls, strings or weak constraints.
 """
