@@ -98,9 +98,12 @@ def sanitize_query(text: str, *, rename_head: bool = True,
     analysis = analyse(head_var, body, max_object_variables)
     if isinstance(analysis, str):
         raise _reject(analysis, text)
-    problem = _capitalised_value(head_var, body)
-    if problem is not None:
-        raise _reject(problem, text)
+    for variable in analysis.variables:  # a name that reads as a value in lower case: rare, checked then
+        if variable.lower() in _VALUE_WORDS:
+            problem = _capitalised_value(head_var, body)
+            if problem is not None:
+                raise _reject(problem, text)
+            break
     return SanitizedQuery.checked(head_var, body, analysis)
 
 
@@ -143,6 +146,7 @@ def _capitalised_value(head: Variable, body: tuple[Literal, ...]) -> str | None:
 
 
 _ATTRIBUTES = frozenset(domain.ATTRIBUTES)
+_VALUE_WORDS = _ATTRIBUTES | frozenset(domain.ATTRIBUTE_OF_VALUE)
 
 
 _DIRECTIVE_HINT = "(no #script, #include, #external, #program, #const or any other directive)"
