@@ -92,6 +92,54 @@ def test_query_overrides_the_example_question():
     data = one_json(result.stdout)
     assert data["answer"] == ["metal"]
     assert data["attribute"] == "material" and data["expected"] is None and data["example"] == "appendix_a"
+    # the example's question is not presented as what was answered
+    assert data["question"] is None
+    assert data["replaced_question"].startswith("There is another red rubber object")
+    assert data["query"] == query
+
+
+def test_query_override_text_says_the_question_was_replaced():
+    query = "missing(Q) :- hasProperty(X,material,Q), hasProperty(X,color,red), hasProperty(X,shape,cylinder)."
+    result = cli("--example", "appendix_a", "--query", query)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "example:  appendix_a"
+    assert lines[1] == ("note:     --query replaced the example's question (There is another red rubber object "
+                        "that is the same shape as the big purple object; what size is it?)")
+    assert lines[2] == f"query:    {query}"
+    assert not any(line.startswith("question:") or line.startswith("expected:") for line in lines)
+
+
+def test_query_override_of_a_question_file(appendix_a_files):
+    d = appendix_a_files
+    query = "missing(Q) :- hasProperty(X,color,Q), hasProperty(X,shape,cylinder)."
+    result = cli("--environment", str(d / "environment.lp"), "--scene", str(d / "scene.json"),
+                 "--question", str(d / "question.json"), "--query", query)
+    assert result.returncode == 0, result.stderr
+    assert "note:     --query replaced the question file's question (There is another" in result.stdout
+    assert "question:" not in result.stdout
+
+
+@pytest.mark.parametrize("text", ["What color is the cube?", "what is the color of the big cube"])
+def test_english_query_points_to_parse(text):
+    result = cli("--example", "appendix_a", "--query", text)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        "error: rejected ASP query: this looks like an English question, not an ASP query "
+        "(missing(Q) :- hasProperty(X,<attribute>,Q), ...): --query takes an ASP query; "
+        f"`python -m clevr_poc parse --parser llm --question TEXT` turns a question into one: {text!r}\n")
+
+
+def test_bare_word_and_capitalised_value_messages():
+    result = cli("--example", "appendix_a", "--query", "missing(Q) :- foo.")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: rejected ASP query: 'foo' is not an allowed atom; a query body uses "
+                                    "hasProperty/3, at/2, ")
+    assert "only comparison" not in result.stderr
+    result = cli("--example", "appendix_a", "--query",
+                 "missing(Q) :- hasProperty(X,color,Red), hasProperty(X,shape,Q).")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: rejected ASP query: 'Red' is a variable (capitalised); the value is 'red': ")
 
 
 def test_unsatisfiable_is_an_empty_answer_not_an_error():

@@ -9,8 +9,13 @@ replace that part of the example. The answer is computed by :class:`~clevr_poc.r
 Output: human-readable lines, or with ``--json`` exactly one JSON object on stdout::
 
     {"answer": ["medium", "small"], "attribute": "size", "satisfiable": true, "query": "missing(Q) :- ...",
-     "question": "...", "expected": ["medium", "small"], "matches_expected": true, "mode": "compiled",
-     "example": "appendix_a", "explanation": {...}}      # explanation only with --explain
+     "question": "...", "replaced_question": null, "expected": ["medium", "small"],
+     "matches_expected": true, "mode": "compiled", "example": "appendix_a",
+     "explanation": {...}}      # explanation only with --explain
+
+With ``--query`` next to ``--example`` or ``--question``, the query given replaces the question's: the
+outputs show that query, ``"question"`` is null and ``"replaced_question"`` holds the replaced question's
+text (the human-readable lines say so on a ``note:`` line), and there is no expected answer.
 
 Every bad input (missing or unreadable file, malformed JSON, a bad scene field, a query outside the query
 language, a scene with more objects than the environment declares, a solve over the time limit) raises a
@@ -30,8 +35,9 @@ from clevr_poc import domain
 from clevr_poc.answer import Answer
 from clevr_poc.commands.shared import Subparsers, add_command
 from clevr_poc.environments import Environment
-from clevr_poc.errors import ClevrPocError, FormatError
+from clevr_poc.errors import ClevrPocError, FormatError, UnsafeProgramError
 from clevr_poc.examples import EXAMPLES, load_example
+from clevr_poc.queries.sanitizer import ENGLISH_HINT, looks_like_english
 from clevr_poc.question import Question
 from clevr_poc.reasoning import Reasoner, ReasonerMode
 from clevr_poc.scene import Scene
@@ -91,6 +97,9 @@ class AnswerInputs:
         question: the question file's (or example's) question, when there is one.
         expected: the gold answer, when the query is the question's own and the question has one.
         example: the example name, when ``--example`` was given.
+        replaced: where ``question`` came from (``"example's"`` or ``"question file's"``) when ``--query``
+            replaced its query, else None: the outputs then show the query answered and say the question
+            was replaced, never the question as what was answered.
     """
 
     environment: Environment
@@ -99,6 +108,7 @@ class AnswerInputs:
     question: Question | None = None
     expected: frozenset[str] | None = None
     example: str | None = None
+    replaced: str | None = None
 
 
 def _read(path: str, reader: Callable[[Path], _T]) -> _T:
@@ -150,9 +160,16 @@ def load_inputs(args: argparse.Namespace) -> AnswerInputs:
     if missing:
         raise FormatError(f"missing input {', '.join(missing)}; give them, or --example NAME "
                           f"(one of {', '.join(EXAMPLES)})")
+    if args.query is not None and looks_like_english(args.query):
+        raise UnsafeProgramError(f"rejected ASP query: {ENGLISH_HINT}: --query takes an ASP query; "
+                                 f"`python -m clevr_poc parse --parser llm --question TEXT` turns a question "
+                                 f"into one: {args.query.strip()[:120]!r}")
     query = args.query if args.query is not None else question.asp_query
     expected = question.answer if question is not None and args.query is None else None
-    return AnswerInputs(environment, scene, query, question, expected, args.example)
+    replaced = None
+    if question is not None and args.query is not None:
+        replaced = "question file's" if args.question is not None else "example's"
+    return AnswerInputs(environment, scene, query, question, expected, args.example, replaced)
 
 
 def solve(inputs: AnswerInputs, *, mode: ReasonerMode | str = ReasonerMode.COMPILED,
@@ -212,7 +229,8 @@ def to_json(answer: Answer, inputs: AnswerInputs, mode: ReasonerMode | str) -> d
     """The ``--json`` document: :meth:`Answer.to_json` plus question, expected answer, the mode that
     answered (``mode``: give the mode used, :func:`solve_with_mode`), example."""
     data = answer.to_json()
-    data["question"] = inputs.question.text if inputs.question is not None else None
+    data["question"] = inputs.question.text if inputs.question is not None and not inputs.replaced else None
+    data["replaced_question"] = inputs.question.text if inputs.question is not None and inputs.replaced else None
     data["expected"] = sorted(inputs.expected) if inputs.expected is not None else None
     data["matches_expected"] = None if inputs.expected is None else answer.values == inputs.expected
     data["mode"] = mode
@@ -226,7 +244,9 @@ def to_text(answer: Answer, inputs: AnswerInputs) -> str:
     lines = []
     if inputs.example is not None:
         lines.append(f"example:  {inputs.example}")
-    if inputs.question is not None:
+    if inputs.question is not None and inputs.replaced:
+        lines.append(f"note:     --query replaced the {inputs.replaced} question ({inputs.question.text})")
+    elif inputs.question is not None:
         lines.append(f"question: {inputs.question.text}")
     lines.append(f"query:    {answer.query}")
     answer_line = f"answer:   {_braces(answer.values, answer.attribute)}"

@@ -9,7 +9,9 @@ anything else, a directive, a string, a non-ASCII character first of all, is rej
 rule of the query language into typed terms and literals, and checks them
 (:func:`clevr_poc.queries.query.analyse`: every predicate, constant and bound); the result is a
 :class:`~clevr_poc.queries.query.SanitizedQuery`, whose canonical text, printed from the checked
-structure, is the only query text that ever reaches the solver (comments never do).
+structure, is the only query text that ever reaches the solver (comments never do). A rejected text
+that reads as English (:func:`looks_like_english`) is rejected with :data:`ENGLISH_HINT` instead of
+its first bad token, and a bare word in the body is named as such (not as a bad comparison).
 
 Query language (SEMANTICS.md, paper §3.4)::
 
@@ -23,6 +25,10 @@ Query language (SEMANTICS.md, paper §3.4)::
   ids, region ids, attribute names and values;
 - at most :data:`MAX_QUERY_OBJECT_VARIABLES` distinct variables in object positions (the official question
   families use at most 4: X, Y1, Y2, Y3), at most :data:`MAX_VARIABLES` variables in all;
+- a variable other than the head that occurs once, in a value (or attribute) position of ``hasProperty/3``
+  (``sameProperty/3``), and reads as a value (an attribute) in lower case is rejected:
+  ``hasProperty(X,color,Red)`` would match every colour ("'Red' is a variable (capitalised); the value is
+  'red'"); other singleton variables are kept (valid ASP; no official or generated query has one);
 - nothing else: no directives (``#script``, ``#include``, ``#external``, ``#program``, ``#const``, ...),
   no ``not``, no aggregates, intervals, pools, functions, ``@`` calls, strings or weak constraints.
 """
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import re
 
+from clevr_poc import domain
 from clevr_poc.asp_lexer import describe_error, lex
 from clevr_poc.errors import UnsafeProgramError
 from clevr_poc.queries.query import (
@@ -38,8 +45,9 @@ from clevr_poc.queries.query import (
     Atom, Constant, Inequality, Literal, Number, SanitizedQuery, Term, Variable, analyse, reject,
 )
 
-__all__ = ["HEAD_NAMES", "MAX_BODY_LITERALS", "MAX_OBJECT_ID", "MAX_QUERY_CHARS", "MAX_QUERY_OBJECT_VARIABLES",
-           "MAX_VARIABLES", "OBJECT_POSITIONS", "QUERY_PREDICATES", "SanitizedQuery", "sanitize_query"]
+__all__ = ["ENGLISH_HINT", "HEAD_NAMES", "MAX_BODY_LITERALS", "MAX_OBJECT_ID", "MAX_QUERY_CHARS", "MAX_QUERY_OBJECT_VARIABLES",
+           "MAX_VARIABLES", "OBJECT_POSITIONS", "QUERY_PREDICATES", "SanitizedQuery", "looks_like_english",
+           "sanitize_query"]
 
 HEAD_NAMES = ("missing", "query", "unknown")
 #: Longest query text read (characters).
@@ -74,18 +82,71 @@ def sanitize_query(text: str, *, rename_head: bool = True,
         raise UnsafeProgramError(f"rejected ASP query: expected a string, got {type(text).__name__}")
     if len(text) > MAX_QUERY_CHARS:
         raise _reject(f"longer than {MAX_QUERY_CHARS} characters ({len(text)})", text[:120])
-    tokens = _tokenize(text)
-    if not tokens:
-        raise _reject("empty query", text)
-    parser = _Parser(tokens, text)
-    head_name, head_var = parser.head()
-    if head_name != "missing" and not rename_head:
-        raise _reject(f"head {head_name}/1 is not missing/1", text)
-    body = tuple(parser.body())
+    try:
+        tokens = _tokenize(text)
+        if not tokens:
+            raise _reject("empty query", text)
+        parser = _Parser(tokens, text)
+        head_name, head_var = parser.head()
+        if head_name != "missing" and not rename_head:
+            raise _reject(f"head {head_name}/1 is not missing/1", text)
+        body = tuple(parser.body())
+    except UnsafeProgramError:
+        if looks_like_english(text):  # only a text rejected anyway: a query never gets this message
+            raise _reject(ENGLISH_HINT, text) from None
+        raise
     analysis = analyse(head_var, body, max_object_variables)
     if isinstance(analysis, str):
         raise _reject(analysis, text)
+    for variable in analysis.variables:  # a name that reads as a value in lower case: rare, checked then
+        if variable.lower() in _VALUE_WORDS:
+            problem = _capitalised_value(head_var, body)
+            if problem is not None:
+                raise _reject(problem, text)
+            break
     return SanitizedQuery.checked(head_var, body, analysis)
+
+
+#: The reason given for a rejected text that :func:`looks_like_english`.
+ENGLISH_HINT = ("this looks like an English question, not an ASP query "
+                "(missing(Q) :- hasProperty(X,<attribute>,Q), ...)")
+_PLAIN_WORDS = re.compile(r"[A-Za-z]+ +[A-Za-z]+ +[A-Za-z]+", re.ASCII)
+
+
+def looks_like_english(text: str) -> bool:
+    """Whether ``text`` reads as an English sentence rather than a rule: it has no ``:-`` and ends with
+    ``?`` or holds three plain words separated by spaces (``"What color is the cube?"``,
+    ``"color of the cube"``). Used only for a text rejected anyway, to say what it looks like."""
+    if not isinstance(text, str) or ":-" in text:
+        return False
+    return text.rstrip().endswith("?") or _PLAIN_WORDS.search(text) is not None
+
+
+def _capitalised_value(head: Variable, body: tuple[Literal, ...]) -> str | None:
+    """Why a variable looks like a capitalised value, or None: a variable other than the head that occurs
+    once in the body, in the value position of ``hasProperty/3`` (or an attribute position of
+    ``hasProperty/3`` / ``sameProperty/3``), whose lowercase is a value (an attribute), e.g.
+    ``hasProperty(X,color,Red)``: ``Red`` matches every colour, which is not what was meant."""
+    suspects: list[tuple[Variable, str, str]] = []
+    for literal in body:
+        if type(literal) is not Atom or literal.predicate not in ("hasProperty", "sameProperty"):
+            continue
+        terms = literal.terms
+        attribute = terms[1 if literal.predicate == "hasProperty" else 2]
+        if type(attribute) is Variable and attribute != head and attribute.lower() in _ATTRIBUTES:
+            suspects.append((attribute, "attribute", attribute.lower()))
+        if literal.predicate == "hasProperty" and type(terms[2]) is Variable and terms[2] != head:
+            value = terms[2].lower()
+            if value in domain.ATTRIBUTE_OF_VALUE:  # any value: "'cube' is not a size" comes next if so
+                suspects.append((terms[2], "value", value))
+    for variable, kind, lowered in suspects:
+        if sum(literal.variables().count(variable) for literal in body) == 1:
+            return f"{str(variable)!r} is a variable (capitalised); the {kind} is {lowered!r}"
+    return None
+
+
+_ATTRIBUTES = frozenset(domain.ATTRIBUTES)
+_VALUE_WORDS = _ATTRIBUTES | frozenset(domain.ATTRIBUTE_OF_VALUE)
 
 
 _DIRECTIVE_HINT = "(no #script, #include, #external, #program, #const or any other directive)"
@@ -170,6 +231,11 @@ def _position(text: str, index: int) -> str:
     return f"column {token.column}" if "\n" not in text.strip() else f"line {token.line}, column {token.column}"
 
 
+#: What a query body is made of (the messages for a literal that is none of these).
+_BODY_HINT = ("a query body uses " + ", ".join(f"{name}/{arity}" for name, arity in QUERY_PREDICATES.items())
+              + " and X != Y comparisons")
+
+
 class _Parser:
     """Recursive-descent parser of ``head :- literal, ..., literal.`` over the whitelisted tokens."""
 
@@ -229,9 +295,15 @@ class _Parser:
             self.take(")")
             return Atom(name, tuple(args))
         left = self.term()
-        op = self.take()
+        op = self.peek()
         if op != "!=":
-            raise _reject(f"the only comparison allowed is != (found {op!r})", self.text)
+            if isinstance(left, Constant):
+                what = (f"{token!r} needs its arguments ({token}/{QUERY_PREDICATES[token]})"
+                        if token in QUERY_PREDICATES else f"{token!r} is not an allowed atom")
+            else:
+                what = f"{token!r} alone is not a literal"
+            raise _reject(f"{what}; {_BODY_HINT}", self.text)
+        self.take("!=")
         right = self.term()
         return Inequality(left, right)
 
