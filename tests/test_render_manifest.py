@@ -55,10 +55,10 @@ def test_other_settings_are_refused_naming_the_folder_and_each_setting(tmp_path)
     assert check_render_folders(dataset, ("incomplete",), eight) == ()  # same settings: resume
     with pytest.raises(RenderSettingsError) as info:
         check_render_folders(dataset, ("incomplete",), RenderManifest.of(RenderSettings(samples=2), seed=0))
-    assert str(info.value) == (f"{dataset}/incomplete/images was rendered with samples 8, asked for samples 2; "
+    assert str(info.value) == (f"{dataset}/incomplete/images was rendered with samples 8, asked for 2; "
                                "use --overwrite to re-render or another folder")
     assert info.value.differences == (("samples", 8, 2),)
-    with pytest.raises(RenderSettingsError, match=r"rendered with samples 8 and seed 0, asked for samples 2 and seed 3;"):
+    with pytest.raises(RenderSettingsError, match=r"rendered with samples 8, asked for 2; seed 0, asked for 3; use --overwrite"):
         check_render_folders(dataset, ("incomplete",), RenderManifest.of(RenderSettings(samples=2), seed=3))
     # --overwrite: the check lets it through; the differing manifest goes until every image is rendered again
     two = RenderManifest.of(RenderSettings(samples=2), seed=0)
@@ -96,7 +96,7 @@ def test_demo_refuses_a_folder_rendered_with_other_samples_before_any_work(tmp_p
     _check_rendered_with(tmp_path / "new" / "dataset", RenderSettings(samples=2), 0)  # no folder yet
     with pytest.raises(RenderSettingsError) as info:
         _check_rendered_with(dataset, RenderSettings(samples=2), 0)
-    assert str(info.value) == (f"{dataset}/incomplete/images was rendered with samples 8, asked for samples 2; "
+    assert str(info.value) == (f"{dataset}/incomplete/images was rendered with samples 8, asked for 2; "
                                "a rerun reuses the images of its --out: ask for the settings it was rendered "
                                "with, or use another --out")
 
@@ -109,3 +109,19 @@ def test_demo_report_states_the_recorded_samples_and_the_reused_images():
     assert _reused_text(settings) == " (3 images reused from an earlier run of the demo)"
     assert _samples_text({"samples": None, "look": UNRECORDED_LOOK}) == ""
     assert _reused_text({"images_reused": 0}) == ""
+
+
+def test_demo_rerun_with_other_samples_stops_before_generating(tmp_path, capsys, monkeypatch):
+    from clevr_poc.commands import demo_command
+    from clevr_poc.commands.main import main
+
+    monkeypatch.setattr(demo_command, "check_requirements", lambda: None)  # no venv holds both bpy and torch
+    monkeypatch.setattr("clevr_poc.pipeline.check_checkpoints", lambda models: None)
+    out = tmp_path / "demo"
+    dataset = _dataset(out, png=True).rename(out / "dataset")
+    record_after_overwrite(dataset, ("incomplete",), RenderManifest.of(RenderSettings(samples=8), seed=0))
+    assert main(["demo", "--out", str(out), "--samples", "2", "--no-progress"]) == 1
+    stdout, stderr = capsys.readouterr()
+    assert stdout == ""  # not even "[1/4] generating"
+    assert stderr == (f"error: {dataset}/incomplete/images was rendered with samples 8, asked for 2; a rerun reuses "
+                      "the images of its --out: ask for the settings it was rendered with, or use another --out\n")

@@ -48,9 +48,8 @@ class RenderSettingsError(RenderError):
                  advice: str = "use --overwrite to re-render or another folder"):
         self.folder = folder
         self.differences = tuple(differences)
-        had = " and ".join(f"{name} {_show(old)}" for name, old, _ in self.differences)
-        asked = " and ".join(f"{name} {_show(new)}" for name, _, new in self.differences)
-        super().__init__(f"{folder} was rendered with {had}, asked for {asked}; {advice}")
+        each = "; ".join(f"{name} {_show(old)}, asked for {_show(new)}" for name, old, new in self.differences)
+        super().__init__(f"{folder} was rendered with {each}; {advice}")
 
 
 def _show(value: object) -> str:
