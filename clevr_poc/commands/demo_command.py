@@ -76,7 +76,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         epilog=_EPILOG,
     )
     parser.add_argument("--out", default="clevr-poc-demo", metavar="DIR",
-                        help="output folder: dataset/ and report/ (default: %(default)s; a rerun resumes)")
+                        help="output folder: dataset/ and report/ (default: %(default)s; a rerun with the same "
+                             "settings resumes, one with other render settings is refused)")
     parser.add_argument("--environments", default=8, metavar="E", help="environments (default: 8)")
     parser.add_argument("--questions", default=10, metavar="Q",
                         help="questions (= scenes = images) per environment (default: 10)")
