@@ -58,7 +58,8 @@ def test_other_settings_are_refused_naming_the_folder_and_each_setting(tmp_path)
     assert str(info.value) == (f"{dataset}/incomplete/images was rendered with samples 8, asked for 2; "
                                "use --overwrite to re-render or another folder")
     assert info.value.differences == (("samples", 8, 2),)
-    with pytest.raises(RenderSettingsError, match=r"rendered with samples 8, asked for 2; seed 0, asked for 3; use --overwrite"):
+    with pytest.raises(RenderSettingsError,
+                       match=r"rendered with samples 8, asked for 2; seed 0, asked for 3; use --overwrite"):
         check_render_folders(dataset, ("incomplete",), RenderManifest.of(RenderSettings(samples=2), seed=3))
     # --overwrite: the check lets it through; the differing manifest goes until every image is rendered again
     two = RenderManifest.of(RenderSettings(samples=2), seed=0)

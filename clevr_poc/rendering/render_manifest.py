@@ -117,7 +117,8 @@ class RenderManifest:
         return cls(
             style=st.name, width=st.width if settings.width is None else settings.width,
             height=st.height if settings.height is None else settings.height, samples=settings.samples,
-            engine=settings.engine, denoise=bool(settings.denoise and cycles), adaptive=bool(settings.adaptive and cycles),
+            engine=settings.engine, denoise=bool(settings.denoise and cycles),
+            adaptive=bool(settings.adaptive and cycles),
             colour_space=st.colour_space,
             camera_jitter=float(st.camera_jitter if settings.camera_jitter is None else settings.camera_jitter),
             light_jitter=float(st.light_jitter if settings.light_jitter is None else settings.light_jitter),
