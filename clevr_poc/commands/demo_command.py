@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from clevr_poc.evaluation import EvaluationReport
     from clevr_poc.experiment import ExperimentResult, PerceptionSummary, WorkedExample
     from clevr_poc.pipeline import Pipeline
+    from clevr_poc.render_settings import RenderSettings
+    from clevr_poc.rendering.render_manifest import RenderSettingsError
     from clevr_poc.scene import Scene
 
 #: Python modules the demo needs and the extra that installs each.
@@ -296,16 +298,15 @@ def run(args: argparse.Namespace) -> int:
 UNRECORDED_LOOK = "settings not recorded: the images were rendered by an earlier clevr_poc"
 
 
-def _demo_settings_error(exc: Exception) -> Exception:
+def _demo_settings_error(exc: RenderSettingsError) -> RenderSettingsError:
     """A :class:`~clevr_poc.rendering.render_manifest.RenderSettingsError` in the demo's words (no --overwrite)."""
     from clevr_poc.rendering.render_manifest import RenderSettingsError
 
-    assert isinstance(exc, RenderSettingsError)
     return RenderSettingsError(exc.folder, exc.differences, advice=(
         "a rerun reuses the images of its --out: ask for the settings it was rendered with, or use another --out"))
 
 
-def _check_rendered_with(dataset_dir: Path, settings: Any, seed: int) -> None:
+def _check_rendered_with(dataset_dir: Path, settings: RenderSettings, seed: int) -> None:
     """Refuse, before any work, a demo folder whose images were rendered with other settings.
 
     Raises:
