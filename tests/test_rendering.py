@@ -316,6 +316,57 @@ def test_render_command_renders_and_resumes(bpy, tmp_path, capsys):
     assert (report["rendered"], report["skipped"]) == (0, 1)
 
 
+def _tiny_dataset(tmp_path):
+    scenes = tmp_path / "incomplete" / "scenes" / "train"
+    scenes.mkdir(parents=True)
+    SCENE.without_object(2).to_file(scenes / "CLEVR_000000.json")
+    return tmp_path / "incomplete" / "images"
+
+
+def test_render_command_refuses_to_resume_with_other_settings(bpy, tmp_path, capsys):
+    images = _tiny_dataset(tmp_path)
+    tiny = ["render", "--dataset", str(tmp_path), "--width", "48", "--height", "36", "--no-progress", "--json"]
+    assert main([*tiny, "--samples", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["rendered"] == 1
+    manifest = json.loads((images / "render.json").read_text())
+    assert (manifest["samples"], manifest["style"], manifest["width"], manifest["height"]) == (1, "official", 48, 36)
+    image = images / "train" / "CLEVR_train_000000.png"
+    before = (image.stat().st_mtime_ns, image.read_bytes(), (images / "render.json").read_bytes())
+
+    assert main([*tiny, "--samples", "2"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"error: {images} was rendered with samples 1, asked for 2; "
+                                 "use --overwrite to re-render or another folder\n")
+    assert main([*tiny, "--samples", "1", "--style", "ours"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: {images} was rendered with style official, asked for ours; colour_space linear, "
+                   "asked for srgb; camera_jitter 0.0, asked for 0.5; light_jitter 0.0, asked for 1.0; cone_lift "
+                   "0.118, asked for 0.0; use --overwrite to re-render or another folder\n")
+    # nothing was rendered again, nothing rewritten
+    assert (image.stat().st_mtime_ns, image.read_bytes(), (images / "render.json").read_bytes()) == before
+
+    assert main([*tiny, "--samples", "2", "--overwrite"]) == 0  # re-renders and records the new settings
+    assert json.loads(capsys.readouterr().out)["rendered"] == 1
+    assert json.loads((images / "render.json").read_text())["samples"] == 2
+    assert main([*tiny, "--samples", "2"]) == 0  # same settings: resumes
+    report = json.loads(capsys.readouterr().out)
+    assert (report["rendered"], report["skipped"], report["settings_unchecked"]) == (0, 1, [])
+
+
+def test_render_command_warns_that_a_folder_without_manifest_cannot_be_checked(bpy, tmp_path, capsys):
+    images = _tiny_dataset(tmp_path)
+    tiny = ["render", "--dataset", str(tmp_path), "--width", "48", "--height", "36", "--no-progress"]
+    assert main([*tiny, "--samples", "1"]) == 0
+    capsys.readouterr()
+    (images / "render.json").unlink()  # as rendered by clevr_poc before the manifest
+    assert main([*tiny, "--samples", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert err == (f"warning: {images} has no render.json (rendered before clevr_poc recorded render settings): "
+                   "its images' settings cannot be checked against those asked; resumed as asked\n")
+    assert out == f"{tmp_path}: 1 images (0 rendered now, 1 already there)\n"
+    assert not (images / "render.json").exists()  # nothing claimed about images of unknown settings
+
+
 def test_render_command_with_two_workers(bpy, tmp_path, capsys):
     # workers are spawned by a process that has imported bpy (this one): they must still import it
     for kind in ("incomplete", "complete"):

@@ -16,7 +16,8 @@ On a fresh clone with the shipped checkpoints (``models/``) and no network:
 
 Output folder (``--out``, default ``clevr-poc-demo``)::
 
-    OUT/dataset/                 the generated, rendered dataset (resumable: a rerun reuses it)
+    OUT/dataset/                 the generated, rendered dataset (resumable: a rerun with the same settings
+                                 reuses it; one with other settings is refused, naming them)
     OUT/report/demo.md           settings, timings, tables, perception summary, the worked example
     OUT/report/table2.md, breakdowns.md, report_<model>.json, predictions_<model>.json, plots/*.png
                                  (clevr_poc.evaluation.write_outputs)
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from clevr_poc.evaluation import EvaluationReport
     from clevr_poc.experiment import ExperimentResult, PerceptionSummary, WorkedExample
     from clevr_poc.pipeline import Pipeline
+    from clevr_poc.render_settings import RenderSettings
+    from clevr_poc.rendering.render_manifest import RenderSettingsError
     from clevr_poc.scene import Scene
 
 #: Python modules the demo needs and the extra that installs each.
@@ -75,7 +78,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         epilog=_EPILOG,
     )
     parser.add_argument("--out", default="clevr-poc-demo", metavar="DIR",
-                        help="output folder: dataset/ and report/ (default: %(default)s; a rerun resumes)")
+                        help="output folder: dataset/ and report/ (default: %(default)s; a rerun with the same "
+                             "settings resumes, one with other render settings is refused)")
     parser.add_argument("--environments", default=8, metavar="E", help="environments (default: 8)")
     parser.add_argument("--questions", default=10, metavar="Q",
                         help="questions (= scenes = images) per environment (default: 10)")
@@ -207,6 +211,10 @@ def run(args: argparse.Namespace) -> int:
             else "the procedural official look (the release's: 320x320, official camera, lights, backdrop, shaders)")
     check_output_folder(out, "--out")
     _check_demo_folder(out)
+    from clevr_poc.render_settings import RenderSettings
+
+    render_settings = RenderSettings(samples=args.samples, assets=args.assets)
+    _check_rendered_with(dataset_dir, render_settings, args.seed)  # a rerun with other settings: before any work
 
     total = args.environments * args.questions
     _say(f"[1/4] generating {args.environments} environments x {args.questions} questions into {dataset_dir}")
@@ -221,10 +229,20 @@ def run(args: argparse.Namespace) -> int:
     clock = time.perf_counter()
     from clevr_poc.rendering.batch_render import render_dataset
 
-    summary = render_dataset(dataset_dir, samples=args.samples, seed=args.seed, progress=progress, assets=args.assets)
+    from clevr_poc.rendering.render_manifest import RenderSettingsError, read_render_manifest
+
+    try:
+        summary = render_dataset(dataset_dir, settings=render_settings, seed=args.seed, progress=progress)
+    except RenderSettingsError as exc:
+        raise _demo_settings_error(exc) from None
     timings["render"] = time.perf_counter() - clock
+    for warning in summary.warnings():
+        _say(f"      {warning}")
+    if summary.skipped:
+        _say(f"      {summary.skipped} of {summary.images} images reused from an earlier run in {dataset_dir}")
     if summary.invisible:
         _say(f"      note: {len(summary.invisible)} image(s) have an object under the pixel minimum")
+    used = read_render_manifest(dataset_dir)  # what the images were rendered with (None: not recorded)
 
     _say(f"[3/4] answering from pixels: perception + BiLSTM parser + clingo (models: {models})")
     clock = time.perf_counter()
@@ -251,9 +269,13 @@ def run(args: argparse.Namespace) -> int:
     timings["total"] = time.perf_counter() - started
 
     settings = {"environments": args.environments, "questions_per_environment": args.questions,
-                "questions": len(examples), "seed": args.seed, "samples": args.samples,
+                "questions": len(examples), "seed": args.seed,
+                "samples": used.samples if used is not None else None,
                 "decoding": "argmax" if args.argmax_decoding else "constraints", "models": str(models),
-                "look": look}
+                "look": UNRECORDED_LOOK if used is None else look if used.assets is None
+                else f"the official asset files in {used.assets}",
+                "images_rendered_now": summary.rendered, "images_reused": summary.skipped,
+                "render": used.to_json() if used is not None else None}
     image_link = None
     if example and example.example.image_path:
         image_link = Path(os.path.relpath(str(example.example.image_path), report_dir)).as_posix()
@@ -266,10 +288,38 @@ def run(args: argparse.Namespace) -> int:
         "perception": perception.to_json(), "models": {name: r.summary() for name, r in reports.items()},
         "worked_example": worked_example_json(example) if example else None}, indent=2)
     print()
-    print(console_text(reports, perception, example, timings, report_dir))
+    print(console_text(reports, perception, example, timings, report_dir, reused=summary.skipped))
     # the last line: the main model's scores, machine-readable (as `evaluate` prints)
     print(json.dumps(reports[MAIN_MODEL].summary()))
     return 0
+
+
+#: The look of ``demo.md`` for images whose folder has no render manifest (rendered by an older clevr_poc).
+UNRECORDED_LOOK = "settings not recorded: the images were rendered by an earlier clevr_poc"
+
+
+def _demo_settings_error(exc: RenderSettingsError) -> RenderSettingsError:
+    """A :class:`~clevr_poc.rendering.render_manifest.RenderSettingsError` in the demo's words (no --overwrite)."""
+    from clevr_poc.rendering.render_manifest import RenderSettingsError
+
+    return RenderSettingsError(exc.folder, exc.differences, advice=(
+        "a rerun reuses the images of its --out: ask for the settings it was rendered with, or use another --out"))
+
+
+def _check_rendered_with(dataset_dir: Path, settings: RenderSettings, seed: int) -> None:
+    """Refuse, before any work, a demo folder whose images were rendered with other settings.
+
+    Raises:
+        RenderSettingsError: in the demo's words (:func:`_demo_settings_error`).
+    """
+    from clevr_poc.rendering.render_manifest import RenderManifest, RenderSettingsError, check_render_folders
+
+    if not dataset_dir.is_dir():
+        return
+    try:
+        check_render_folders(dataset_dir, ("incomplete",), RenderManifest.of(settings, seed))
+    except RenderSettingsError as exc:
+        raise _demo_settings_error(exc) from None
 
 
 def _say(text: str) -> None:
@@ -328,9 +378,11 @@ def _perception_lines(perception: PerceptionSummary) -> list[str]:
 
 
 def console_text(reports: Mapping[str, EvaluationReport], perception: PerceptionSummary,
-                 example: WorkedExample | None, timings: Mapping[str, float], report_dir: Path) -> str:
-    """What the command prints at the end."""
-    lines = [f"Table 2 layout, {next(iter(reports.values())).n} questions of a freshly generated and rendered "
+                 example: WorkedExample | None, timings: Mapping[str, float], report_dir: Path, *,
+                 reused: int = 0) -> str:
+    """What the command prints at the end (``reused``: images of an earlier run, not rendered now)."""
+    how = "freshly generated and rendered" if not reused else f"generated and rendered ({reused} images reused)"
+    lines = [f"Table 2 layout, {next(iter(reports.values())).n} questions of a {how} "
              f"benchmark ({MAIN_MODEL} answers from pixels)", "", attribute_table(reports),
              "Perception (against the gold partial scenes):", *_perception_lines(perception), ""]
     if example:
@@ -340,6 +392,15 @@ def console_text(reports: Mapping[str, EvaluationReport], perception: Perception
     return "\n".join(lines)
 
 
+def _samples_text(settings: Mapping[str, object]) -> str:
+    return f"{settings['samples']} samples per pixel; " if settings.get("samples") is not None else ""
+
+
+def _reused_text(settings: Mapping[str, object]) -> str:
+    reused = settings.get("images_reused") or 0
+    return f" ({reused} images reused from an earlier run of the demo)" if reused else ""
+
+
 def demo_markdown(settings: Mapping[str, object], reports: Mapping[str, EvaluationReport],
                   perception: PerceptionSummary, example: WorkedExample | None, timings: Mapping[str, float],
                   files: Sequence[str], image_link: str | None = None) -> str:
@@ -347,8 +408,8 @@ def demo_markdown(settings: Mapping[str, object], reports: Mapping[str, Evaluati
     lines = [
         "# clevr_poc demo: a small benchmark answered from pixels", "",
         f"Generated {settings['environments']} environments x {settings['questions_per_environment']} questions "
-        f"(seed {settings['seed']}), rendered with Blender ({settings['samples']} samples per pixel; "
-        f"{settings.get('look', 'the procedural official look')}), answered by "
+        f"(seed {settings['seed']}), rendered with Blender ({_samples_text(settings)}"
+        f"{settings.get('look', 'the procedural official look')}){_reused_text(settings)}, answered by "
         f"perception ({'constraint-aware' if settings['decoding'] == 'constraints' else 'argmax'} decoding) + the BiLSTM question parser + clingo. Two references "
         f"isolate the errors: `{GOLD_SCENE_MODEL}` (the parser's errors only) and `{GOLD_MODEL}` (the labelling "
         "pipeline; 1.0 by construction).", "",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +179,21 @@ def run(args: argparse.Namespace) -> int:
         if args.render:
             from clevr_poc.rendering.batch_render import render_dataset
 
+            from clevr_poc.rendering.render_manifest import RenderSettingsError
+
             width, height = summary.config.image_size if args.style == "official" else (None, None)
-            rendered = render_dataset(
-                args.out, complete=args.render_complete, samples=samples, width=width, height=height, style=args.style,
-                seed=summary.config.seed, min_pixels=summary.config.min_visible_pixels, workers=workers,
-                executor=args.executor, ray_address=args.ray_address, progress=not args.no_progress)
+            try:
+                rendered = render_dataset(
+                    args.out, complete=args.render_complete, samples=samples, width=width, height=height,
+                    style=args.style, seed=summary.config.seed, min_pixels=summary.config.min_visible_pixels,
+                    workers=workers, executor=args.executor, ray_address=args.ray_address,
+                    progress=not args.no_progress)
+            except RenderSettingsError as exc:  # generate has no --overwrite: say what does
+                raise RenderSettingsError(exc.folder, exc.differences, advice=(
+                    f"use the same render settings, another --out, or `python -m clevr_poc render --dataset "
+                    f"{args.out} --overwrite ...` to re-render")) from None
+            for warning in rendered.warnings():
+                print(warning, file=sys.stderr)
     except ClevrPocError:
         raise
     except OSError as exc:  # disk full, permission denied, ...

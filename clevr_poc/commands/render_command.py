@@ -3,7 +3,8 @@
 A thin shell over :func:`clevr_poc.rendering.batch_render.render_dataset`: renders
 ``DIR/incomplete/scenes/<split>/*.json`` to ``DIR/incomplete/images/<split>/<image_filename>`` (and, with
 ``--complete``, the complete scenes to ``DIR/complete/images/...``), rewrites each scene file with its
-ground truth (masks, boxes, ``pixel_coords``, camera), skips images already done (resumable), writes
+ground truth (masks, boxes, ``pixel_coords``, camera), skips images already done (resumable; a folder rendered with other settings, as recorded in
+``DIR/<kind>/images/render.json``, is refused unless ``--overwrite``), writes
 atomically, and first removes the temp files a killed run left. Needs ``bpy`` (``pip install '.[render]' in the clevr_poc folder``); bad values end with one ``error: ...``
 line and exit status 1.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from clevr_poc.commands.shared import Subparsers, add_command
@@ -36,7 +38,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         "render",
         help="render the scenes of a dataset folder to images with ground-truth masks (Blender)",
         description="Render the partial (and with --complete the complete) scenes of a dataset folder.\n"
-                    "Resumable: images already rendered are skipped.",
+                    "Resumable: images already rendered are skipped. The settings that decide the pixels are\n"
+                    "recorded in DIR/<kind>/images/render.json; resuming with other settings is refused\n"
+                    "(--overwrite renders every image again).",
         epilog=_EPILOG,
     )
     parser.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (from `generate`)")
@@ -77,7 +81,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                         help="local process pool (default) or Ray")
     parser.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster address")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="render at most N images now")
-    parser.add_argument("--overwrite", action="store_true", help="render again images that are done")
+    parser.add_argument("--overwrite", action="store_true", help="render again images that are done (needed to re-render a folder with other settings)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(func=run)
@@ -119,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         raise ClevrPocError(f"cannot render the dataset: {exc}") from None
     report = summary.report(stale_temp_files_removed=summary.stale_temp_files,
                             scenes_with_invisible_objects=len(summary.invisible))
+    for warning in summary.warnings():
+        print(warning, file=sys.stderr)
     if args.json:
         print(json.dumps(report))
     else:

@@ -7,7 +7,10 @@ Layout (written by :mod:`clevr_poc.generation.dataset_writer`; official CLEVR-PO
 
 Each scene file is rewritten (atomically) with the ground truth of :func:`render_scene` (masks, boxes,
 ``pixel_coords``, camera) after its image has been written (atomically). A scene is *done* when its image
-exists and its JSON carries the ``render`` key, so an interrupted run resumes where it stopped.
+exists and its JSON carries the ``render`` key, so an interrupted run resumes where it stopped. The
+settings that decide the pixels are kept in ``DIR/<kind>/images/render.json``
+(:mod:`clevr_poc.rendering.render_manifest`): resuming with other settings is refused before anything is
+rendered (``overwrite`` renders every image again and records the new settings).
 
 The seed of an image is derived from (``seed``, split, ``image_filename``) by :func:`image_seed`, so the
 complete and the partial image of an example share camera and lights (they differ only by the hidden
@@ -78,6 +81,8 @@ class RenderSummary:
         invisible: (scene path, ((object, pixels, reason), ...)) for scenes with objects under the minimum.
         stale_temp_files: temp files of an earlier, killed run removed before rendering
             (:func:`remove_stale_temp_files`).
+        unchecked: images folders that hold images but no render manifest
+            (:mod:`clevr_poc.rendering.render_manifest`): their settings could not be checked.
     """
 
     images: int
@@ -87,6 +92,15 @@ class RenderSummary:
     seconds_per_image: float | None
     invisible: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...] = field(default=())
     stale_temp_files: int = 0
+    unchecked: tuple[str, ...] = ()
+
+    def warnings(self) -> list[str]:
+        """One ``warning: ...`` line per images folder whose settings could not be checked (:attr:`unchecked`)."""
+        from clevr_poc.rendering.render_manifest import MANIFEST_NAME
+
+        return [f"warning: {folder} has no {MANIFEST_NAME} (rendered before clevr_poc recorded render settings): "
+                f"its images' settings cannot be checked against those asked; resumed as asked"
+                for folder in self.unchecked]
 
     def report(self, **more: Any) -> dict[str, Any]:
         """The summary as a JSON object (``render --json`` and the ``render`` entry of ``generate --json``):
@@ -96,7 +110,7 @@ class RenderSummary:
         return {"images": self.images, "rendered": self.rendered, "skipped": self.skipped,
                 "seconds": round(self.seconds, 2),
                 "seconds_per_image": None if self.seconds_per_image is None else round(self.seconds_per_image, 3),
-                **more,
+                **more, "settings_unchecked": list(self.unchecked),
                 "invisible": [{"scene": s, "objects": [list(o) for o in objs]} for s, objs in self.invisible]}
 
 
@@ -242,25 +256,43 @@ def render_dataset(
     """Render every scene of a dataset folder that has no image yet (module doc), after removing the
     temp files a killed earlier run left (:func:`remove_stale_temp_files`).
 
+    Resuming: the settings that decide the pixels are kept in ``DIR/<kind>/images/render.json``
+    (:mod:`clevr_poc.rendering.render_manifest`); a folder rendered with other settings is refused
+    (:class:`~clevr_poc.rendering.render_manifest.RenderSettingsError`) before anything is rendered, unless
+    ``overwrite``; a folder with images and no manifest is resumed and listed in ``unchecked``.
+
     Each worker renders with ``os.cpu_count() // workers`` Blender threads (local executor). ``seed``
     None (default) is the dataset's seed (:func:`dataset_seed`), the one ``generate`` checked visibility with.
     ``settings`` (:class:`~clevr_poc.render_settings.RenderSettings`; default: the defaults) with
     ``overrides`` (its fields: ``samples=``, ``style=``, ``width=``, ...) are those of :func:`render_scene`.
 
     Raises:
-        FormatError: see :func:`plan_tasks`.
+        FormatError: see :func:`plan_tasks`; a malformed render manifest.
+        RenderSettingsError: a folder was rendered with other settings (and not ``overwrite``).
         RenderError: bad settings, ``bpy`` missing, Blender failed.
         clevr_poc.executors.ExecutorError: bad executor settings.
     """
     from clevr_poc.executors import default_workers, map_ordered
 
+    from clevr_poc.rendering.render_manifest import (
+        RenderManifest, check_render_folders, record_after_overwrite, record_before_render,
+    )
+
     threads = max(1, default_workers() // workers) if executor == "local" else 0
-    stale = remove_stale_temp_files(dataset, kinds=KINDS if complete else KINDS[:1])
+    kinds = KINDS if complete else KINDS[:1]
     settings = (settings or RenderSettings()).with_overrides(**overrides, threads=threads)
     if settings.assets is not None:
         from clevr_poc.rendering.assets import find_assets
 
         find_assets(settings.assets)  # the typed error naming the missing file, before any worker starts
+    if seed is None:
+        seed = dataset_seed(dataset)
+    for kind in kinds:
+        _splits(Path(dataset), kind, splits)  # not a dataset folder: that error first
+    # the settings the folders were rendered with: a differing folder is refused before anything is touched
+    asked = RenderManifest.of(settings, seed)
+    unchecked = check_render_folders(dataset, kinds, asked, overwrite=overwrite)
+    stale = remove_stale_temp_files(dataset, kinds=kinds)
     tasks, done = plan_tasks(dataset, splits=splits, complete=complete, seed=seed, overwrite=overwrite, limit=limit,
                              settings=settings)
     # fail before starting workers; not by importing bpy here: spawned workers would inherit the
@@ -268,14 +300,20 @@ def render_dataset(
     if tasks and not bpy_available():
         raise RenderError("rendering needs Blender's Python module (bpy); "
                           "pip install '.[render]' in the clevr_poc folder (bpy==5.0.1, Python 3.11)")
+    record_before_render(dataset, kinds, asked, overwrite=overwrite)
     start = time.perf_counter()
     results: list[RenderTaskResult] = list(map_ordered(
         render_task, tasks, workers=workers, executor=executor, ray_address=ray_address,
         progress="render" if progress else False, total=len(tasks)))
     seconds = time.perf_counter() - start
+    if overwrite and limit is None:  # every image of the kinds' selected splits rendered again
+        every_split = [k for k in kinds if not splits or set(splits) >= set(_splits(Path(dataset), k, None))]
+        record_after_overwrite(dataset, every_split, asked)
+        unchecked = tuple(u for u in unchecked if u.parent.name not in every_split)
     invisible = tuple((r.scene_path, r.offending) for r in results if r.offending)
     per_image = sum(r.seconds for r in results) / len(results) if results else None
-    return RenderSummary(len(tasks) + done, len(results), done, seconds, per_image, invisible, len(stale))
+    return RenderSummary(len(tasks) + done, len(results), done, seconds, per_image, invisible, len(stale),
+                         tuple(str(u) for u in unchecked))
 
 
 def iter_scene_files(dataset: str | os.PathLike[str], kind: str = "incomplete") -> Iterable[Path]:
