@@ -87,7 +87,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "the data/ folder of the official CLEVR-POC repository (clevr-poc-dataset-gen/data/: "
                              "base_scene.blend, shapes/, materials/), from your own clone; read, never copied")
     parser.add_argument("--models", default=None, metavar="DIR",
-                        help="models folder with perception/ and parser_bilstm/ (default: the repository's models/)")
+                        help="models folder with perception/ and parser_bilstm/ (default: the shipped models, "
+                             "$CLEVR_POC_MODELS when set)")
     parser.add_argument("--argmax-decoding", action="store_true",
                         help="decode perceived scenes by argmax instead of within the environment's constraints")
     parser.add_argument("--device", default="auto", metavar="D",
@@ -192,13 +193,14 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     dataset_dir, report_dir = out / "dataset", out / "report"
     models = Path(args.models) if args.models else default_models_dir()
+    options = {"perception": "--models DIR", "parser_bilstm": "--models DIR"}
     progress = not args.no_progress
     timings: dict[str, float] = {}
     started = time.perf_counter()
 
     # check the checkpoints and the asset folder before spending minutes on data (loading comes after
     # rendering: bpy first)
-    check_checkpoints(models)
+    check_checkpoints(args.models, options=options)
     if args.assets is not None:
         from clevr_poc.rendering.assets import find_assets
 

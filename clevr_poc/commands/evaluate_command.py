@@ -242,7 +242,8 @@ def _checkpoint_folders(args: argparse.Namespace) -> dict[str, Path]:
 
     return check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
                              parser="bilstm" if args.query == "bilstm" else "given",
-                             perception_path=args.perception_path, parser_path=args.parser_path)
+                             perception_path=args.perception_path, parser_path=args.parser_path,
+                             options={"perception": "--perception-path DIR", "parser_bilstm": "--parser-path DIR"})
 
 
 def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
