@@ -129,9 +129,23 @@ def _require_generate_extra() -> None:
                             f"(pip install '.[generate]' in the clevr_poc folder)")
 
 
+def _check_min_pixels(min_pixels: int | None) -> None:
+    """``--min-visible-pixels`` is at most the pixels of the image the check assumes (the renderer's default size).
+
+    Raises:
+        DatasetConfigError: naming the flag, the bound and the value.
+    """
+    from clevr_poc.generation.dataset_config import DatasetConfigError
+    from clevr_poc.rendering.render import DEFAULT_HEIGHT, DEFAULT_WIDTH
+
+    if min_pixels is not None and min_pixels > DEFAULT_WIDTH * DEFAULT_HEIGHT:
+        raise DatasetConfigError(f"--min-visible-pixels: must be <= {DEFAULT_WIDTH * DEFAULT_HEIGHT:,} (the pixels "
+                                 f"of a {DEFAULT_WIDTH} x {DEFAULT_HEIGHT} image), got {min_pixels:,}")
+
+
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.executors import EXECUTORS
-    from clevr_poc.generation.dataset_config import DatasetConfigError, parse_shares
+    from clevr_poc.generation.dataset_config import DatasetConfig, DatasetConfigError, parse_shares
     from clevr_poc.generation.dataset_writer import generate_dataset
     from clevr_poc.rendering.render import DEFAULT_SAMPLES, RenderError, bpy_available
 
@@ -160,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         raise DatasetConfigError("--ray-address needs --executor ray")
     min_pixels = None if args.min_visible_pixels is None else integer_setting(args.min_visible_pixels,
                                                                        "--min-visible-pixels", 1)
+    _check_min_pixels(min_pixels)
     if (args.samples is not None or args.render_complete) and not args.render:
         raise DatasetConfigError("--samples and --render-complete need --render")
     samples = DEFAULT_SAMPLES if args.samples is None else integer_setting(args.samples, "--samples", 1, "samples")
@@ -167,6 +182,9 @@ def run(args: argparse.Namespace) -> int:
     if args.render and not bpy_available():  # before generating anything
         raise RenderError("--render needs Blender's Python module (bpy); install it with pip install '.[render]' "
                           "(bpy==5.0.1, Python 3.11), or generate without --render")
+    # every setting as generate_dataset will check it, before the folder is created
+    DatasetConfig(environments, scenes, seed, tuple(splits.items()), tuple(query_shares.items()),
+                  visibility_check=args.visibility_check, min_visible_pixels=min_pixels)
     check_output_folder(args.out, "--out")
     try:
         summary = generate_dataset(
