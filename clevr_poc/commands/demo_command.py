@@ -96,8 +96,14 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "(default: auto)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots of the report")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted_line=interrupted_line)
     return parser
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The Ctrl-C line: a rerun in the same ``--out`` reuses the generated and rendered dataset."""
+    return (f"interrupted: run the same command again to resume (the dataset generated and rendered so far in "
+            f"{Path(args.out) / 'dataset'} is reused; the answering starts over)")
 
 
 # ====================================================================== checks

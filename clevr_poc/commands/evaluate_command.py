@@ -181,8 +181,18 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "with a clip-* model: the trained checkpoint folder (required)")
     parser.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     parser.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
-    parser.set_defaults(func=run_leaving_no_empty_out)
+    parser.set_defaults(func=run_leaving_no_empty_out, interrupted_line=interrupted_line)
     return parser
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The Ctrl-C line: a model run with a predictions ``--checkpoint`` resumes from it; one without
+    starts over (say so, and how to keep the answers next time)."""
+    if args.model is None or args.model in CLIP_MODELS:   # scoring a file; a CLIP --checkpoint is its model
+        return "interrupted"
+    if args.checkpoint is None:
+        return "interrupted (nothing was kept: with --checkpoint FILE.jsonl a rerun resumes)"
+    return f"interrupted: run the same command again to resume (answers so far are kept in {args.checkpoint})"
 
 
 def read_predictions(path: str | Path) -> dict[str, Any]:

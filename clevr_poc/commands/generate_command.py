@@ -82,8 +82,14 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "official camera either way)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted_line=interrupted_line)
     return parser
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The Ctrl-C line: a rerun on the same folder keeps what was written and finishes the rest."""
+    done = "examples and images written so far are kept" if args.render else "examples written so far are kept"
+    return f"interrupted: run the same command again to resume ({done})"
 
 
 #: Python modules of the [generate] extra, checked before anything is written.
