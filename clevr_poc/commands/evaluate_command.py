@@ -467,7 +467,9 @@ def run(args: argparse.Namespace) -> int:
             accuracy = program_accuracy(report, examples)
             extra["program_accuracy"] = accuracy.to_json()
             print(f"program accuracy: literal {accuracy.correct} of {accuracy.n} ({accuracy.accuracy:.4f}), "
-                  f"semantic {accuracy.semantic_correct} of {accuracy.n} ({accuracy.semantic_accuracy:.4f})")
+                  f"semantic {accuracy.semantic_correct} of {accuracy.n} ({accuracy.semantic_accuracy:.4f})"
+                  + (f" (the {accuracy.image_failures} questions with unreadable images were not parsed)"
+                     if accuracy.image_failures else ""))
         if args.model == "vlm":
             extra.update(_vlm_extra(model, report, examples))
         print(run_time_line(run))
@@ -479,8 +481,13 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}")
-    images = (f"{report.image_failures} of them unreadable images, " if report.image_failures else "")
-    print(f"parse failures: {report.parse_failures} of {report.n} ({images}scored as "
-          f"{'wrong' if args.parse_failures == 'wrong' else 'excluded'})")
+    scored = "wrong" if args.parse_failures == "wrong" else "excluded"
+    if report.image_failures:
+        print(f"unreadable images: {report.image_failures} of {report.n} questions (never parsed or answered; "
+              f"scored as {scored})")
+        print(f"parse failures: {report.model_parse_failures} of the {report.n - report.image_failures} questions "
+              f"the model saw (scored as {scored})")
+    else:
+        print(f"parse failures: {report.parse_failures} of {report.n} (scored as {scored})")
     print(json.dumps(report.summary()))
     return 0
