@@ -218,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
         "skipped": summary.skipped, "stale_temp_files_removed": summary.stale_temp_files,
         "environments_seconds": round(summary.environments_seconds, 2),
         "examples_seconds": round(summary.examples_seconds, 2), "stats_seconds": round(summary.stats_seconds, 2),
+        "stats_reused": summary.stats_reused,
         "questions_per_second": round(summary.questions_per_second, 1) if summary.generated else None,
         "splits": stats["splits"], "query_attribute_shares": stats["query_attribute_shares"],
         "query_attribute_fallbacks": stats["query_attribute_fallbacks"],
@@ -238,6 +239,8 @@ def run(args: argparse.Namespace) -> int:
               f"{summary.skipped} already there) over {summary.config.environments} environments")
         if summary.stale_temp_files:
             print(f"removed {summary.stale_temp_files} temp file(s) left by an interrupted run")
+        if summary.stats_reused:
+            print("statistics unchanged: nothing was generated, so stats.json, figures/ and README.md are kept")
         if summary.generated:
             print(f"generation: {summary.examples_seconds:.1f} s ({summary.questions_per_second:.1f} questions/s), "
                   f"environments {summary.environments_seconds:.1f} s, statistics {summary.stats_seconds:.1f} s")
