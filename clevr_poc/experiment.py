@@ -203,12 +203,15 @@ class ProgramAccuracy:
             measure, :func:`~clevr_poc.parsing.equivalence.programs_equal`).
         semantic_correct: queries with the gold query's answer set on the example's gold partial scene
             (:func:`~clevr_poc.parsing.equivalence.answers_agree`).
-        n: questions of the report.
+        n: questions of the report whose question the parser was given (all but the image failures).
+        image_failures: questions left out of ``n``: their image could not be read, so the run never
+            parsed them (``evaluate --allow-missing-images``).
     """
 
     correct: int
     semantic_correct: int
     n: int
+    image_failures: int = 0
 
     @property
     def accuracy(self) -> float:
@@ -220,12 +223,14 @@ class ProgramAccuracy:
 
     def to_json(self) -> dict[str, int | float]:
         return {"correct": self.correct, "n": self.n, "accuracy": self.accuracy,
-                "semantic_correct": self.semantic_correct, "semantic_accuracy": self.semantic_accuracy}
+                "semantic_correct": self.semantic_correct, "semantic_accuracy": self.semantic_accuracy,
+                "image_failures": self.image_failures}
 
 
 def program_accuracy(report: EvaluationReport, examples: Sequence[Example]) -> ProgramAccuracy:
     """Program accuracy of a run whose predictions carry the query that ran (``raw``, as NS-VQA's do),
-    against each example's gold query, literal and semantic (:class:`ProgramAccuracy`)."""
+    against each example's gold query, literal and semantic (:class:`ProgramAccuracy`); questions whose
+    image could not be read were never parsed and are left out (counted in ``image_failures``)."""
     from clevr_poc.parsing.equivalence import answers_agree, programs_equal
     from clevr_poc.reasoning import Reasoner
 
@@ -239,7 +244,7 @@ def program_accuracy(report: EvaluationReport, examples: Sequence[Example]) -> P
         correct += programs_equal(r.raw, example.question.asp_query)
         semantic += answers_agree(r.raw, example.question.asp_query, example.environment, example.partial_scene,
                                   reasoner=reasoner)
-    return ProgramAccuracy(correct, semantic, report.n)
+    return ProgramAccuracy(correct, semantic, report.n - report.image_failures, report.image_failures)
 
 
 # ====================================================================== shared NS-VQA steps

@@ -165,7 +165,7 @@ class Pipeline:
 
         Args:
             path_or_name: a models folder holding ``perception/`` and ``parser_bilstm/``; None or
-                ``"default"``: :func:`default_models_dir` (the repository's ``models/``).
+                ``"default"``: :func:`default_models_dir` (the shipped models).
             scene_source: ``"perception"`` (load the perception model) or ``"given"`` (scenes are passed to
                 :meth:`answer`; no model, no torch).
             parser: ``"bilstm"`` (load the BiLSTM parser), ``"llm"`` (few-shot LLM parser through

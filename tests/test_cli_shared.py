@@ -76,3 +76,42 @@ def test_a_file_given_as_the_dataset_is_named_a_file(tmp_path):
             check(file)
         with pytest.raises(FormatError, match="dataset folder not found"):
             check(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["generate", "--out", "ds", "--environments", "1", "--scenes-per-environment", "1", "--seed", "0"],
+     "interrupted: run the same command again to resume (examples written so far are kept)"),
+    (["generate", "--out", "ds", "--environments", "1", "--scenes-per-environment", "1", "--seed", "0", "--render"],
+     "interrupted: run the same command again to resume (examples and images written so far are kept)"),
+    (["render", "--dataset", "ds"], "interrupted: run the same command again to resume (images rendered so far are kept)"),
+    (["render", "--dataset", "ds", "--overwrite"],
+     "interrupted: run the same command again without --overwrite to resume (images rendered so far are kept)"),
+    (["demo", "--out", "d"], "interrupted: run the same command again to resume (the dataset generated and rendered "
+                             "so far in d/dataset is reused; the answering starts over)"),
+    (["evaluate", "--dataset", "ds", "--split", "test", "--model", "ns-vqa", "--checkpoint", "p.jsonl"],
+     "interrupted: run the same command again to resume (answers so far are kept in p.jsonl)"),
+    (["evaluate", "--dataset", "ds", "--split", "test", "--model", "ns-vqa"],
+     "interrupted (nothing was kept: with --checkpoint FILE.jsonl a rerun resumes)"),
+    (["evaluate", "--dataset", "ds", "--split", "test", "--predictions", "p.json"], "interrupted"),
+    (["evaluate", "--dataset", "ds", "--split", "test", "--model", "clip-nl", "--checkpoint", "c"], "interrupted"),
+    (["export", "--format", "hf", "--dataset", "ds", "--out", "o"], "interrupted"),
+])
+def test_ctrl_c_says_whether_running_the_same_command_again_resumes(argv, line):
+    from clevr_poc.commands.main import build_parser
+    from clevr_poc.commands.shared import interrupted_line
+
+    assert interrupted_line(build_parser().parse_args(argv)) == line
+
+
+def test_ctrl_c_in_generate_prints_how_to_resume(tmp_path, monkeypatch, capsys):
+    from clevr_poc.commands import generate_command
+    from clevr_poc.commands.main import main
+
+    def stopped(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(generate_command, "run", stopped)
+    assert main(["generate", "--out", str(tmp_path / "ds"), "--environments", "1",
+                 "--scenes-per-environment", "1", "--seed", "0"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err == ("interrupted: run the same command again to resume (examples written so far "
+                                       "are kept)\n")

@@ -256,6 +256,42 @@ def test_cli_resume_of_a_finished_dataset_is_a_no_op(reference, tmp_path, capsys
     assert tree(out) == tree(reference)
 
 
+def test_resume_that_generates_nothing_keeps_the_statistics(reference, tmp_path, capsys, monkeypatch):
+    """Nothing generated: stats.json, figures/ and README.md are the earlier run's, not computed again."""
+    from clevr_poc.generation import stats as stats_module
+
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("statistics computed again")
+
+    monkeypatch.setattr(stats_module, "write_report", not_again)
+    argv = ["generate", "--out", str(out), "--environments", "2", "--scenes-per-environment", "3", "--seed", "7",
+            "--no-progress"]
+    assert cli_main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "statistics unchanged: nothing was generated, so stats.json, figures/ and README.md are kept" in printed
+    assert any(line.startswith("splits: train 4, val 1, test 1") for line in printed)
+    assert tree(out) == tree(reference)
+    assert cli_main(argv + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stats_reused"] is True
+
+
+def test_resume_recomputes_statistics_an_interrupted_run_left_unfinished(reference, tmp_path, capsys):
+    """stats.json without its final ``generation`` section (killed while writing the figures): computed again,
+    to the same bytes."""
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+    stats = json.loads((out / "stats.json").read_text())
+    del stats["generation"]
+    (out / "stats.json").write_text(json.dumps(stats))
+    assert cli_main(["generate", "--out", str(out), "--environments", "2", "--scenes-per-environment", "3",
+                     "--seed", "7", "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stats_reused"] is False
+    assert tree(out) == tree(reference)
+
+
 def test_cli_summarises_the_unused_templates(reference, tmp_path, capsys):
     """The console names at most three unused templates (a 6-question dataset leaves most of the 28 unused);
     stats.json keeps the full list."""

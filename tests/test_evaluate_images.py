@@ -51,16 +51,26 @@ def test_allow_missing_images_makes_each_bad_image_a_reported_failure(release, t
     (images / "CLEVR_000000.png").unlink()
     (images / "CLEVR_000001.png").write_bytes(b"not a png")
     status, out, err = run_cli(["evaluate", "--dataset", str(release), "--split", "testing", "--model", "ns-vqa",
-                                "--scene", "perception", "--device", "cpu", "--limit", "3", "--allow-missing-images",
-                                "--out", str(tmp_path / "report"), "--no-plots"], capsys)
+                                "--scene", "perception", "--query", "bilstm", "--device", "cpu", "--limit", "3",
+                                "--allow-missing-images", "--out", str(tmp_path / "report"), "--no-plots"], capsys)
     assert status == 0, err
     failures = [line for line in out if line.startswith("image failure")]
     assert len(failures) == 2
     assert f"{images / 'CLEVR_000000.png'}: the image is not rendered" in failures[0]
     assert f"{images / 'CLEVR_000001.png'}: cannot read the image" in failures[1]
-    assert "parse failures: 2 of 3 (2 of them unreadable images, scored as wrong)" in out
+    # the unreadable images on their own line, out of the parse failures and the program accuracy: the
+    # parser never saw those questions
+    assert "unreadable images: 2 of 3 questions (never parsed or answered; scored as wrong)" in out
+    assert "parse failures: 0 of the 1 questions the model saw (scored as wrong)" in out
+    program = next(line for line in out if line.startswith("program accuracy:"))
+    assert " of 1 (" in program and program.endswith(
+        "(the 2 questions with unreadable images were not parsed)"), program
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert report["image_failures"] == 2 and report["parse_failures"] == 2
+    assert report["image_failures"] == 2 and report["parse_failures"] == 2 and report["model_parse_failures"] == 0
+    assert report["extra"]["program_accuracy"]["n"] == 1 and report["extra"]["program_accuracy"]["image_failures"] == 2
+    summary = (tmp_path / "report" / "breakdowns.md").read_text()
+    assert ("- parse failures: 2 (66.67%; scored as wrong): 2 unreadable images (never parsed or answered), 0 of "
+            "the 1 questions the model saw") in summary
     errors = [example.get("error") or "" for example in report["examples"]]
     assert errors[0] == failures[0].replace("image failure (scored as a failure): ", "image: ")
     assert errors[1].startswith(f"image: {images / 'CLEVR_000001.png'}: cannot read the image") and errors[2] == ""

@@ -93,7 +93,8 @@ def test_ns_vqa_llm_parser_through_a_local_server(dataset, tmp_path, capsys):
     assert report["model"] == f"NS-VQA (gold scene, LLM openai:test@{server.base_url} parser)"
     assert report["extra"]["program_accuracy"] == {"correct": 1, "n": 6, "accuracy": pytest.approx(1 / 6),
                                                    "semantic_correct": same,
-                                                   "semantic_accuracy": pytest.approx(same / 6)}
+                                                   "semantic_accuracy": pytest.approx(same / 6),
+                                                   "image_failures": 0}
     assert report["examples"][0]["exact"] == 1.0 and report["examples"][0]["raw"] == FIRST_QUERY
     assert f"- program accuracy: literal 0.1667 (equal to the official-form gold program up to renaming and " \
            f"order), semantic {same / 6:.4f} (same answer set)" in (tmp_path / "r" / "breakdowns.md").read_text()

@@ -345,6 +345,16 @@ def test_generate_refuses_huge_counts_before_writing_anything(tmp_path, option, 
     assert not out.exists()
 
 
+def test_generate_refuses_a_pixel_minimum_over_the_image_before_writing_anything(tmp_path):
+    out = tmp_path / "ds"
+    result = _cli("generate", "--out", str(out), "--seed", "0", "--environments", "1", "--scenes-per-environment",
+                  "1", "--min-visible-pixels", "1000000")
+    _one_line_error(result, 1, "--min-visible-pixels: must be <= 102,400 (the pixels of a 320 x 320 image), "
+                               "got 1,000,000")
+    assert "min_visible_pixels" not in result.stderr
+    assert not out.exists()
+
+
 def test_generate_counts_are_overridable(tmp_path):
     result = _cli("generate", "--out", str(tmp_path / "ds"), "--seed", "0", "--environments", "3",
                   "--scenes-per-environment", "1", env={"CLEVR_POC_MAX_ENVIRONMENTS": "2"})

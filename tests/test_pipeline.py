@@ -230,6 +230,77 @@ def test_models_folder_from_the_environment(tmp_path, monkeypatch):
     assert default_models_dir() == ROOT / "models" or not (ROOT / "models").is_dir()
 
 
+def _installed_layout(root: Path, *, with_models: bool) -> Path:
+    """A site-packages-like folder: ``clevr_poc/`` (and its ``models/`` when asked), no ``pyproject.toml``,
+    and an unrelated ``models/`` beside the package (another distribution's)."""
+    package = root / "site" / "clevr_poc"
+    package.mkdir(parents=True)
+    (root / "site" / "models").mkdir()
+    if with_models:
+        for kind, files in (("perception", ("perception.pt",)),
+                            ("parser_bilstm", ("config.json", "vocab.json", "weights.pt"))):
+            (package / "models" / kind).mkdir(parents=True)
+            for name in files:
+                (package / "models" / kind / name).write_bytes(b"")
+    (root / "elsewhere").mkdir()
+    return package
+
+
+def test_installed_package_finds_the_models_it_ships_from_any_folder(tmp_path, monkeypatch):
+    """A non-editable install ships ``models/`` as ``clevr_poc/models`` (pyproject force-include); the
+    resolver finds it from any working directory, never ``site-packages/models``."""
+    import tomllib
+
+    from clevr_poc import model_folders
+
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["force-include"]["models"] == "clevr_poc/models"
+    package = _installed_layout(tmp_path, with_models=True)
+    monkeypatch.setattr(model_folders, "_PACKAGE", package)
+    monkeypatch.delenv("CLEVR_POC_MODELS", raising=False)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert model_folders.models_dir_candidates() == (package / "models", tmp_path / "elsewhere" / "models")
+    assert default_models_dir() == package / "models"
+    assert check_checkpoints() == {"perception": package / "models" / "perception",
+                                   "parser_bilstm": package / "models" / "parser_bilstm"}
+
+
+def test_missing_default_models_list_the_folders_searched_and_the_option_to_use(tmp_path, monkeypatch):
+    from clevr_poc import model_folders
+
+    package = _installed_layout(tmp_path, with_models=False)
+    monkeypatch.setattr(model_folders, "_PACKAGE", package)
+    monkeypatch.delenv("CLEVR_POC_MODELS", raising=False)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    searched = f"searched {package / 'models'}, {tmp_path / 'elsewhere' / 'models'} ("
+    with pytest.raises(CheckpointNotFoundError) as info:
+        Pipeline.from_pretrained()
+    assert searched in str(info.value) and "from_pretrained(path) or perception_path=" in str(info.value)
+    assert info.value.searched == (package / "models", tmp_path / "elsewhere" / "models")
+    with pytest.raises(CheckpointNotFoundError) as info:
+        check_checkpoints(scene_source="given",
+                          options={"perception": "--perception-path DIR", "parser_bilstm": "--parser-path DIR"})
+    assert searched in str(info.value) and "point --parser-path DIR or CLEVR_POC_MODELS" in str(info.value)
+
+
+def test_demo_without_models_names_its_own_option(tmp_path, monkeypatch, capsys):
+    """demo has ``--models`` (not ``--perception-path``): its error says so."""
+    from clevr_poc import model_folders
+    from clevr_poc.commands import demo_command
+    from clevr_poc.commands.main import main
+
+    package = _installed_layout(tmp_path, with_models=False)
+    monkeypatch.setattr(model_folders, "_PACKAGE", package)
+    monkeypatch.setattr(demo_command, "check_requirements", lambda: None)
+    monkeypatch.delenv("CLEVR_POC_MODELS", raising=False)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["demo", "--out", str(tmp_path / "demo")]) == 1
+    err = capsys.readouterr().err
+    assert f"models folder not found: searched {package / 'models'}" in err
+    assert "point --models DIR or CLEVR_POC_MODELS" in err and "--perception-path" not in err
+    assert not (tmp_path / "demo").exists()
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"scene_source": "pixels"}, "scene_source"),
     ({"parser": "gpt"}, "parser must be one of"),

@@ -91,7 +91,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "the data/ folder of the official CLEVR-POC repository (clevr-poc-dataset-gen/data/: "
                              "base_scene.blend, shapes/, materials/), from your own clone; read, never copied")
     parser.add_argument("--models", default=None, metavar="DIR",
-                        help="models folder with perception/ and parser_bilstm/ (default: the repository's models/)")
+                        help="models folder with perception/ and parser_bilstm/ (default: the shipped models, "
+                             "$CLEVR_POC_MODELS when set)")
     parser.add_argument("--argmax-decoding", action="store_true",
                         help="decode perceived scenes by argmax instead of within the environment's constraints")
     parser.add_argument("--device", default="auto", metavar="D",
@@ -99,8 +100,14 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "(default: auto)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots of the report")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted_line=interrupted_line)
     return parser
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The Ctrl-C line: a rerun in the same ``--out`` reuses the generated and rendered dataset."""
+    return (f"interrupted: run the same command again to resume (the dataset generated and rendered so far in "
+            f"{Path(args.out) / 'dataset'} is reused; the answering starts over)")
 
 
 # ====================================================================== checks
@@ -196,13 +203,14 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     dataset_dir, report_dir = out / "dataset", out / "report"
     models = Path(args.models) if args.models else default_models_dir()
+    options = {"perception": "--models DIR", "parser_bilstm": "--models DIR"}
     progress = not args.no_progress
     timings: dict[str, float] = {}
     started = time.perf_counter()
 
     # check the checkpoints and the asset folder before spending minutes on data (loading comes after
     # rendering: bpy first)
-    check_checkpoints(models)
+    check_checkpoints(args.models, options=options)
     if args.assets is not None:
         from clevr_poc.rendering.assets import find_assets
 

@@ -181,8 +181,18 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "with a clip-* model: the trained checkpoint folder (required)")
     parser.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     parser.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
-    parser.set_defaults(func=run_leaving_no_empty_out)
+    parser.set_defaults(func=run_leaving_no_empty_out, interrupted_line=interrupted_line)
     return parser
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The Ctrl-C line: a model run with a predictions ``--checkpoint`` resumes from it; one without
+    starts over (say so, and how to keep the answers next time)."""
+    if args.model is None or args.model in CLIP_MODELS:   # scoring a file; a CLIP --checkpoint is its model
+        return "interrupted"
+    if args.checkpoint is None:
+        return "interrupted (nothing was kept: with --checkpoint FILE.jsonl a rerun resumes)"
+    return f"interrupted: run the same command again to resume (answers so far are kept in {args.checkpoint})"
 
 
 def read_predictions(path: str | Path) -> dict[str, Any]:
@@ -242,7 +252,8 @@ def _checkpoint_folders(args: argparse.Namespace) -> dict[str, Path]:
 
     return check_checkpoints(scene_source="perception" if args.scene == "perception" else "given",
                              parser="bilstm" if args.query == "bilstm" else "given",
-                             perception_path=args.perception_path, parser_path=args.parser_path)
+                             perception_path=args.perception_path, parser_path=args.parser_path,
+                             options={"perception": "--perception-path DIR", "parser_bilstm": "--parser-path DIR"})
 
 
 def _ns_vqa(args: argparse.Namespace) -> "Pipeline":
@@ -456,7 +467,9 @@ def run(args: argparse.Namespace) -> int:
             accuracy = program_accuracy(report, examples)
             extra["program_accuracy"] = accuracy.to_json()
             print(f"program accuracy: literal {accuracy.correct} of {accuracy.n} ({accuracy.accuracy:.4f}), "
-                  f"semantic {accuracy.semantic_correct} of {accuracy.n} ({accuracy.semantic_accuracy:.4f})")
+                  f"semantic {accuracy.semantic_correct} of {accuracy.n} ({accuracy.semantic_accuracy:.4f})"
+                  + (f" (the {accuracy.image_failures} questions with unreadable images were not parsed)"
+                     if accuracy.image_failures else ""))
         if args.model == "vlm":
             extra.update(_vlm_extra(model, report, examples))
         print(run_time_line(run))
@@ -468,8 +481,13 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         written = write_outputs(report, args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}")
-    images = (f"{report.image_failures} of them unreadable images, " if report.image_failures else "")
-    print(f"parse failures: {report.parse_failures} of {report.n} ({images}scored as "
-          f"{'wrong' if args.parse_failures == 'wrong' else 'excluded'})")
+    scored = "wrong" if args.parse_failures == "wrong" else "excluded"
+    if report.image_failures:
+        print(f"unreadable images: {report.image_failures} of {report.n} questions (never parsed or answered; "
+              f"scored as {scored})")
+        print(f"parse failures: {report.model_parse_failures} of the {report.n - report.image_failures} questions "
+              f"the model saw (scored as {scored})")
+    else:
+        print(f"parse failures: {report.parse_failures} of {report.n} (scored as {scored})")
     print(json.dumps(report.summary()))
     return 0

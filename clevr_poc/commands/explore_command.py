@@ -41,7 +41,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--dataset", metavar="DIR", help="dataset folder (ours, the official release or an export)")
     parser.add_argument("--predictions", metavar="FILE.json",
                         help="an evaluation's predictions.json: outcomes per example, wrong answers first")
-    parser.add_argument("--models", metavar="DIR", help="models folder (default: the repository's models/)")
+    parser.add_argument("--models", metavar="DIR", help="models folder (default: the shipped models, $CLEVR_POC_MODELS when set)")
     parser.add_argument("--device", default="cpu", metavar="D", help="torch device of perception (default cpu)")
     parser.add_argument("--llm-backend", default="local", metavar="SPEC",
                         help="chat backend of the llm query source (default local: the bundled SmolLM2)")

@@ -83,8 +83,14 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "official camera either way)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted_line=interrupted_line)
     return parser
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The Ctrl-C line: a rerun on the same folder keeps what was written and finishes the rest."""
+    done = "examples and images written so far are kept" if args.render else "examples written so far are kept"
+    return f"interrupted: run the same command again to resume ({done})"
 
 
 #: Python modules of the [generate] extra, checked before anything is written.
@@ -130,9 +136,23 @@ def _require_generate_extra() -> None:
                             f"(pip install '.[generate]' in the clevr_poc folder)")
 
 
+def _check_min_pixels(min_pixels: int | None) -> None:
+    """``--min-visible-pixels`` is at most the pixels of the image the check assumes (the renderer's default size).
+
+    Raises:
+        DatasetConfigError: naming the flag, the bound and the value.
+    """
+    from clevr_poc.generation.dataset_config import DatasetConfigError
+    from clevr_poc.rendering.render import DEFAULT_HEIGHT, DEFAULT_WIDTH
+
+    if min_pixels is not None and min_pixels > DEFAULT_WIDTH * DEFAULT_HEIGHT:
+        raise DatasetConfigError(f"--min-visible-pixels: must be <= {DEFAULT_WIDTH * DEFAULT_HEIGHT:,} (the pixels "
+                                 f"of a {DEFAULT_WIDTH} x {DEFAULT_HEIGHT} image), got {min_pixels:,}")
+
+
 def run(args: argparse.Namespace) -> int:
     from clevr_poc.executors import EXECUTORS
-    from clevr_poc.generation.dataset_config import DatasetConfigError, parse_shares
+    from clevr_poc.generation.dataset_config import DatasetConfig, DatasetConfigError, parse_shares
     from clevr_poc.generation.dataset_writer import generate_dataset
     from clevr_poc.rendering.render import DEFAULT_SAMPLES, RenderError, bpy_available
 
@@ -161,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         raise DatasetConfigError("--ray-address needs --executor ray")
     min_pixels = None if args.min_visible_pixels is None else integer_setting(args.min_visible_pixels,
                                                                        "--min-visible-pixels", 1)
+    _check_min_pixels(min_pixels)
     if (args.samples is not None or args.render_complete) and not args.render:
         raise DatasetConfigError("--samples and --render-complete need --render")
     samples = DEFAULT_SAMPLES if args.samples is None else integer_setting(args.samples, "--samples", 1, "samples")
@@ -168,6 +189,9 @@ def run(args: argparse.Namespace) -> int:
     if args.render and not bpy_available():  # before generating anything
         raise RenderError("--render needs Blender's Python module (bpy); install it with pip install '.[render]' "
                           "(bpy==5.0.1, Python 3.11), or generate without --render")
+    # every setting as generate_dataset will check it, before the folder is created
+    DatasetConfig(environments, scenes, seed, tuple(splits.items()), tuple(query_shares.items()),
+                  visibility_check=args.visibility_check, min_visible_pixels=min_pixels)
     check_output_folder(args.out, "--out")
     try:
         summary = generate_dataset(
@@ -205,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
         "skipped": summary.skipped, "stale_temp_files_removed": summary.stale_temp_files,
         "environments_seconds": round(summary.environments_seconds, 2),
         "examples_seconds": round(summary.examples_seconds, 2), "stats_seconds": round(summary.stats_seconds, 2),
+        "stats_reused": summary.stats_reused,
         "questions_per_second": round(summary.questions_per_second, 1) if summary.generated else None,
         "splits": stats["splits"], "query_attribute_shares": stats["query_attribute_shares"],
         "query_attribute_fallbacks": stats["query_attribute_fallbacks"],
@@ -225,6 +250,8 @@ def run(args: argparse.Namespace) -> int:
               f"{summary.skipped} already there) over {summary.config.environments} environments")
         if summary.stale_temp_files:
             print(f"removed {summary.stale_temp_files} temp file(s) left by an interrupted run")
+        if summary.stats_reused:
+            print("statistics unchanged: nothing was generated, so stats.json, figures/ and README.md are kept")
         if summary.generated:
             print(f"generation: {summary.examples_seconds:.1f} s ({summary.questions_per_second:.1f} questions/s), "
                   f"environments {summary.environments_seconds:.1f} s, statistics {summary.stats_seconds:.1f} s")

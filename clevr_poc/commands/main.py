@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import Callable, Sequence
 
-from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, run_guarded
+from clevr_poc.commands.shared import EXIT_USAGE, ArgumentParser, interrupted_line, run_guarded
 
 #: Sub-commands (modules ``clevr_poc.commands.<name>_command``), in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = ("answer", "generate", "evaluate", "render", "parse", "demo", "export", "explore")
@@ -88,7 +88,8 @@ def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 error, 2 usage)."""
     return run_parsed(build_parser(), argv, lambda args: run_guarded(
-        lambda: args.func(args), missing_module=lambda exc: missing_module_message(args.command, exc)))
+        lambda: args.func(args), interrupted=interrupted_line(args),
+        missing_module=lambda exc: missing_module_message(args.command, exc)))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -84,8 +84,16 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true", help="render again images that are done (needed to re-render a folder with other settings)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted_line=interrupted_line)
     return parser
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The Ctrl-C line: a rerun skips the images already rendered (not with ``--overwrite``)."""
+    if args.overwrite:
+        return ("interrupted: run the same command again without --overwrite to resume (images rendered so far "
+                "are kept)")
+    return "interrupted: run the same command again to resume (images rendered so far are kept)"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -304,6 +304,13 @@ def describe_os_error(exc: OSError) -> str:
     return f"{target}: {reason}"
 
 
+def interrupted_line(args: argparse.Namespace) -> str:
+    """The line a command prints on Ctrl-C: its ``interrupted_line(args)`` default when the sub-command
+    set one (saying how to resume where running the same command again does), else ``interrupted``."""
+    line = getattr(args, "interrupted_line", None)
+    return "interrupted" if line is None else line(args)
+
+
 def run_guarded(action: Callable[[], int | None], *, interrupted: str = "interrupted",
                 missing_module: Callable[[ModuleNotFoundError], str | None] | None = None) -> int:
     """Run ``action()`` and return its exit status, turning the expected failures into one line on stderr.

@@ -253,6 +253,11 @@ class EvaluationReport:
         --allow-missing-images``: :attr:`Prediction.error` starts with ``"image:"``); the model never saw them."""
         return sum(1 for r in self.results if not r.parsed and (r.error or "").startswith(IMAGE_FAILURE_PREFIX))
 
+    @property
+    def model_parse_failures(self) -> int:
+        """Parse failures of the questions the model saw: :attr:`parse_failures` less :attr:`image_failures`."""
+        return self.parse_failures - self.image_failures
+
     def failure_reasons(self) -> dict[str, int]:
         """Parse-failure reasons (:attr:`Prediction.error`, or ``"unparseable"``) -> count, most common first."""
         counts: dict[str, int] = {}
@@ -297,6 +302,7 @@ class EvaluationReport:
             "model": self.model, "split": self.split, **self.summary(),
             "parse_failures": self.parse_failures, "parse_failure_rate": self.parse_failure_rate,
             "parse_failure_policy": self.parse_failure_policy, "image_failures": self.image_failures,
+            "model_parse_failures": self.model_parse_failures,
             "failure_reasons": self.failure_reasons(),
             "breakdowns": {name: {g: s.to_json() for g, s in groups.items()}
                            for name, groups in self.breakdowns().items()},

@@ -101,7 +101,9 @@ def breakdown_markdown(report: EvaluationReport, *, breakdowns: Sequence[str] = 
         f"- exact accuracy: {report.exact_accuracy:.{digits}f}",
         f"- Jaccard index: {report.jaccard:.{digits}f}",
         f"- parse failures: {report.parse_failures} ({report.parse_failure_rate:.2%}; "
-        f"scored as {'wrong' if report.parse_failure_policy == 'wrong' else 'excluded'})",
+        f"scored as {'wrong' if report.parse_failure_policy == 'wrong' else 'excluded'})"
+        + (f": {report.image_failures} unreadable images (never parsed or answered), {report.model_parse_failures} "
+           f"of the {report.n - report.image_failures} questions the model saw" if report.image_failures else ""),
     ]
     for reason, count in report.failure_reasons().items():
         lines.append(f"  - {_escape(reason)}: {count}")
@@ -109,7 +111,8 @@ def breakdown_markdown(report: EvaluationReport, *, breakdowns: Sequence[str] = 
     if isinstance(program, Mapping) and "semantic_accuracy" in program:
         lines.append(f"- program accuracy: literal {program['accuracy']:.{digits}f} (equal to the official-form "
                      f"gold program up to renaming and order), semantic {program['semantic_accuracy']:.{digits}f} "
-                     f"(same answer set)")
+                     f"(same answer set)" + (f", over the {program['n']} questions parsed"
+                                             if program.get("image_failures") else ""))
     for name in breakdowns:
         lines += ["", f"### {_TITLES.get(name, name)}", "",
                   "| group | n | exact accuracy | Jaccard | parse failures |", "|---|---:|---:|---:|---:|"]

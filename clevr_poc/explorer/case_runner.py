@@ -121,7 +121,8 @@ class Models:
 
         settings = {"perception": {"scene_source": "perception", "parser": "given"},
                     "parser_bilstm": {"scene_source": "given", "parser": "bilstm"}}[part]
-        return check_checkpoints(self.models, **settings)[part]
+        return check_checkpoints(self.models, **settings,
+                                 options={"perception": "--models DIR", "parser_bilstm": "--models DIR"})[part]
 
     def perception(self) -> Any:
         def build() -> Any:

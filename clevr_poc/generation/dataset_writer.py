@@ -11,7 +11,7 @@ manifest, statistics and a dataset card)::
     OUT/incomplete/questions/<split>/CLEVR_%06d.json   one question per image (official keys +
                                                        constraint_type_index = environment id)
     OUT/incomplete/images/<split>/CLEVR_<split>_%06d.png   (rendered later; the scenes' image_filename)
-    OUT/stats.json, OUT/figures/*.png, OUT/README.md   written at the end
+    OUT/stats.json, OUT/figures/*.png, OUT/README.md   written at the end (kept by a resume that generates nothing)
 
 ``image_index`` counts from 0 within each split, as in CLEVR. Scene files also carry
 ``constraint_type_index`` (as the official release's scenes do); complete scene files also carry
@@ -89,6 +89,8 @@ class DatasetSummary:
         layouts_checked, visibility_rejections: visibility checks run and layouts rejected by this call;
         visibility_seconds: time spent in the check by this call (summed over workers).
         stale_temp_files: temp files of a killed earlier run removed before resuming.
+        stats_reused: this call generated nothing and kept the earlier run's ``stats.json``, figures and
+            ``README.md`` (:func:`clevr_poc.generation.stats.current_stats`) instead of computing them again.
     """
 
     out_dir: Path
@@ -106,6 +108,7 @@ class DatasetSummary:
     visibility_rejections: int = 0
     visibility_seconds: float = 0.0
     stale_temp_files: int = 0
+    stats_reused: bool = False
 
     @property
     def questions_per_second(self) -> float:
@@ -356,15 +359,19 @@ def generate_dataset(
         examples_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    from clevr_poc.generation.stats import write_report
+    from clevr_poc.generation.stats import current_stats, write_report
 
-    stats = write_report(out_dir, config, envs, specs)
-    stats = {**stats.to_json(), "generation": generation_stats(out_dir, config, specs)}
-    atomic_write_json(out_dir / "stats.json", stats, indent=2)
+    # nothing generated, nothing left by a killed run: the earlier run's statistics still hold
+    stats = None if tasks or stale else current_stats(out_dir, config, len(specs))
+    stats_reused = stats is not None
+    if stats is None:
+        stats = write_report(out_dir, config, envs, specs).to_json()
+        stats = {**stats, "generation": generation_stats(out_dir, config, specs)}
+        atomic_write_json(out_dir / "stats.json", stats, indent=2)
     stats_seconds = time.perf_counter() - started
     return DatasetSummary(out_dir, config, len(specs), len(tasks), len(done), environments_seconds,
                           examples_seconds, stats_seconds, attempts, fallbacks, stats, layouts_checked, rejections,
-                          visibility_seconds, len(stale))
+                          visibility_seconds, len(stale), stats_reused)
 
 
 #: Counters of the ``generation`` object of complete scene files, summed by :func:`generation_stats`.

@@ -319,6 +319,31 @@ def write_report(out_dir: Path, config: DatasetConfig, environments: Sequence[En
     return stats
 
 
+def current_stats(out_dir: str | Path, config: "DatasetConfig", examples: int) -> dict[str, Any] | None:
+    """``stats.json`` of an earlier run on ``out_dir`` when it is complete and still true, else None.
+
+    Used when a resumed run generated nothing (the question files, hence the statistics, are those the
+    earlier run counted). Complete: the dataset writer's last write, with the ``generation`` section of
+    ``config``'s visibility settings, every :class:`DatasetStats` key, ``examples`` examples over
+    ``config.environments`` environments, and ``README.md`` (written before it) present.
+    """
+    out_dir = Path(out_dir)
+    try:
+        stats = read_json(out_dir / "stats.json")
+    except FormatError:
+        return None
+    if not isinstance(stats, dict) or not (out_dir / "README.md").is_file():
+        return None
+    generation = stats.get("generation")
+    if not isinstance(generation, Mapping) or generation.get("visibility") != config.visibility_json():
+        return None
+    if any(name not in stats for name in DatasetStats.__dataclass_fields__):
+        return None
+    if stats["examples"] != examples or stats["environments"] != config.environments:
+        return None
+    return stats
+
+
 def read_stats(out_dir: str | Path) -> dict[str, Any]:
     """``stats.json`` of a generated dataset."""
     return read_json(Path(out_dir) / "stats.json")
