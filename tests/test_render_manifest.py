@@ -117,7 +117,7 @@ def test_demo_rerun_with_other_samples_stops_before_generating(tmp_path, capsys,
     from clevr_poc.commands.main import main
 
     monkeypatch.setattr(demo_command, "check_requirements", lambda: None)  # no venv holds both bpy and torch
-    monkeypatch.setattr("clevr_poc.pipeline.check_checkpoints", lambda models: None)
+    monkeypatch.setattr("clevr_poc.pipeline.check_checkpoints", lambda models, **kwargs: None)
     out = tmp_path / "demo"
     dataset = _dataset(out, png=True).rename(out / "dataset")
     record_after_overwrite(dataset, ("incomplete",), RenderManifest.of(RenderSettings(samples=8), seed=0))
