@@ -61,9 +61,9 @@ class DatasetConfig:
         visibility_check: ``"both"`` (default: every object visible in the complete image, hence every
             visible object in the partial one), ``"partial"`` (the partial image only) or ``"off"``.
         min_visible_pixels: pixels an object must cover; None -> the renderer's default for
-            ``image_size`` (40 at 320 x 240); stored resolved.
+            ``image_size`` (53 at 320 x 320); stored resolved.
         visibility_relayouts: re-placements of a scene graph failing the check before it is redrawn.
-        image_size: (width, height) of the images the check assumes (the renderer's default 320 x 240).
+        image_size: (width, height) of the images the check assumes (the renderer's default, the official 320 x 320).
     """
 
     environments: int

@@ -23,8 +23,8 @@ from which ``stats.json``'s ``generation`` section is summed.
 it). Every layout is checked from the exact camera the renderer will use for the example's image: the
 render seed is :func:`clevr_poc.rendering.batch_render.image_seed` (dataset seed, split, image file name),
 which ``render`` uses by default for a dataset folder (the complete and the partial image share it), at
-the renderer's default image size (320 x 240). Every object the partial image shows must cover at least
-``min_visible_pixels`` pixels (default: the renderer's threshold, 40) -- and, with scope ``"both"``
+the renderer's default image size (the official 320 x 320). Every object the partial image shows must cover
+at least ``min_visible_pixels`` pixels (default: the renderer's threshold, 53 at 320 x 320: 40 per 320 x 240) -- and, with scope ``"both"``
 (default), the hidden object too in the complete image (``render --complete``). A failing layout is
 re-placed up to ``visibility_relayouts`` times, then the scene graph is redrawn (the next attempt, as
 after a :class:`~clevr_poc.generation.layout.PlacementError`). See
@@ -286,7 +286,7 @@ def generate_dataset(
         on_example: called after each example is written (e.g. to report progress or, in tests, to stop);
             the examples of one write batch are all written before it is called for the first of them.
         visibility_check: ``"both"`` (default), ``"partial"`` or ``"off"`` (module docstring).
-        min_visible_pixels: pixels each checked object must cover (default: the renderer's, 40 at 320 x 240).
+        min_visible_pixels: pixels each checked object must cover (default: the renderer's, 53 at 320 x 320).
         visibility_relayouts: re-placements of a scene graph failing the check before it is redrawn.
         write_batch: examples written at once (>= 1; :func:`write_examples`): a kill loses at most
             this many finished examples; it does not change the files.

@@ -25,7 +25,7 @@ from the camera that will render it (:func:`clevr_poc.rendering.scene_camera` of
 :func:`clevr_poc.rendering.batch_render.image_seed`), with the renderer's own ray-cast masks
 (:func:`clevr_poc.rendering.instance_index_map` over the very meshes Blender draws; no Blender needed):
 every object that the image shows must cover at least ``min_pixels`` pixels (the renderer's default
-threshold, :func:`clevr_poc.rendering.default_min_pixels`: 40 at 320 x 240). A failing layout is
+threshold, :func:`clevr_poc.rendering.default_min_pixels`: 53 at the default 320 x 320). A failing layout is
 re-placed (the generator's bounded retries), as CLEVR's ``render_images.py`` does for its 200-pixel rule.
 """
 
@@ -295,8 +295,8 @@ class VisibilityCheck:
     Attributes:
         scope: one of :data:`VISIBILITY_SCOPES`.
         min_pixels: visible pixels an object needs (>= 1); default (None) the renderer's default for the
-            image size (:func:`clevr_poc.rendering.default_min_pixels`, 40 at 320 x 240).
-        width, height: size of the rendered image in pixels (the renderer's defaults, 320 x 240); the
+            image size (:func:`clevr_poc.rendering.default_min_pixels`, 53 at 320 x 320).
+        width, height: size of the rendered image in pixels (the renderer's defaults, 320 x 320); the
             camera's intrinsics and the pixel grid depend on it, so render at this size for the check to
             hold.
         max_relayouts: re-placements of one scene graph before giving up on it (>= 0).
