@@ -58,7 +58,7 @@ from clevr_poc.render_settings import (  # noqa: F401  (public names of this mod
 )
 from clevr_poc.rendering import masks as _masks
 from clevr_poc.rendering.shapes import Mesh, object_mesh, object_rotation, object_scale
-from clevr_poc.rendering.styles import DEFAULT_STYLE, OFFICIAL_CONE_LIFT, STYLE_NAMES, RenderStyle, get_style  # noqa: F401
+from clevr_poc.rendering.styles import DEFAULT_STYLE, OFFICIAL_CONE_LIFT, STYLE_NAMES, RenderStyle, get_style, resolve_look  # noqa: F401
 from clevr_poc.scene import Scene, SceneObject
 from clevr_poc.scene_metadata import ImageInfo, RenderInfo
 
@@ -393,18 +393,13 @@ def render_scene(
 
     start = time.perf_counter()
     settings = (settings or RenderSettings()).with_overrides(**overrides)
-    style, width, height, samples, engine = (settings.style, settings.width, settings.height, settings.samples,
-                                             settings.engine)
-    denoise, adaptive, colour_space, assets = settings.denoise, settings.adaptive, settings.colour_space, settings.assets
-    camera_jitter, light_jitter, cone_lift = settings.camera_jitter, settings.light_jitter, settings.cone_lift
+    samples, engine = settings.samples, settings.engine
+    denoise, adaptive, assets = settings.denoise, settings.adaptive, settings.assets
     min_pixels, max_relayouts, threads, quiet = (settings.min_pixels, settings.max_relayouts, settings.threads,
                                                  settings.quiet)
-    st = get_style(style, colour_space=colour_space)
-    width = st.width if width is None else width
-    height = st.height if height is None else height
-    camera_jitter = st.camera_jitter if camera_jitter is None else camera_jitter
-    light_jitter = st.light_jitter if light_jitter is None else light_jitter
-    cone_lift = st.cone_lift if cone_lift is None else cone_lift
+    look = resolve_look(settings)
+    st, width, height = look.style, look.width, look.height
+    camera_jitter, light_jitter, cone_lift = look.camera_jitter, look.light_jitter, look.cone_lift
     if engine not in ENGINE_NAMES:
         raise RenderError(f"unknown engine {engine!r}; expected one of {list(ENGINE_NAMES)}")
     for name, value in (("width", width), ("height", height), ("samples", samples)):

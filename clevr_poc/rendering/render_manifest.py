@@ -109,20 +109,17 @@ class RenderManifest:
         Raises:
             FormatError: unknown style or colour space. AssetsError: a bad ``assets`` folder.
         """
-        from clevr_poc.rendering.styles import get_style
+        from clevr_poc.rendering.styles import resolve_look
 
-        st = get_style(settings.style, colour_space=settings.colour_space)
+        look = resolve_look(settings)
         cycles = settings.engine == "cycles"
         assets = None if settings.assets is None else str(Path(settings.assets).resolve())
         return cls(
-            style=st.name, width=st.width if settings.width is None else settings.width,
-            height=st.height if settings.height is None else settings.height, samples=settings.samples,
+            style=look.style.name, width=look.width, height=look.height, samples=settings.samples,
             engine=settings.engine, denoise=bool(settings.denoise and cycles),
-            adaptive=bool(settings.adaptive and cycles),
-            colour_space=st.colour_space,
-            camera_jitter=float(st.camera_jitter if settings.camera_jitter is None else settings.camera_jitter),
-            light_jitter=float(st.light_jitter if settings.light_jitter is None else settings.light_jitter),
-            cone_lift=float(st.cone_lift if settings.cone_lift is None else settings.cone_lift),
+            adaptive=bool(settings.adaptive and cycles), colour_space=look.style.colour_space,
+            camera_jitter=float(look.camera_jitter), light_jitter=float(look.light_jitter),
+            cone_lift=float(look.cone_lift),
             assets=assets, assets_sha256=None if assets is None else assets_digest(assets), seed=seed)
 
     def to_json(self) -> dict[str, Any]:

@@ -27,6 +27,10 @@ Two styles (:data:`STYLES`):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clevr_poc.render_settings import RenderSettings
 
 from clevr_poc.errors import FormatError
 
@@ -217,3 +221,35 @@ def get_style(name: str | RenderStyle, *, colour_space: str | None = None) -> Re
     if colour_space is not None and colour_space != style.colour_space:
         style = replace(style, colour_space=colour_space)  # validated by __post_init__
     return style
+
+
+@dataclass(frozen=True)
+class ResolvedLook:
+    """What :class:`~clevr_poc.render_settings.RenderSettings` leave to the style, resolved
+    (:func:`resolve_look`): the style itself, the image size in pixels and the camera/light jitter and
+    cone lift in world units."""
+
+    style: RenderStyle
+    width: int
+    height: int
+    camera_jitter: float
+    light_jitter: float
+    cone_lift: float
+
+
+def resolve_look(settings: "RenderSettings") -> ResolvedLook:
+    """The style of ``settings`` (:func:`get_style` with its colour space) and each setting left None
+    replaced by that style's own value; the one place :func:`clevr_poc.rendering.render.render_scene` and the
+    render manifest resolve them. Values are not validated here (``render_scene`` does).
+
+    Raises:
+        FormatError: unknown style name or colour space.
+    """
+    st = get_style(settings.style, colour_space=settings.colour_space)
+
+    def own(value, default):
+        return default if value is None else value
+
+    return ResolvedLook(st, own(settings.width, st.width), own(settings.height, st.height),
+                        own(settings.camera_jitter, st.camera_jitter), own(settings.light_jitter, st.light_jitter),
+                        own(settings.cone_lift, st.cone_lift))
