@@ -126,3 +126,18 @@ def test_demo_rerun_with_other_samples_stops_before_generating(tmp_path, capsys,
     assert stdout == ""  # not even "[1/4] generating"
     assert stderr == (f"error: {dataset}/incomplete/images was rendered with samples 8, asked for 2; a rerun reuses "
                       "the images of its --out: ask for the settings it was rendered with, or use another --out\n")
+
+
+def test_a_malformed_manifest_on_disk_is_a_one_line_error_naming_the_file(tmp_path):
+    from clevr_poc.rendering.render_manifest import check_render_folders, manifest_path
+
+    asked = RenderManifest.of(RenderSettings(), seed=3)
+    path = manifest_path(tmp_path, "incomplete")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(FormatError) as caught:
+        check_render_folders(tmp_path, ("incomplete",), asked)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+    path.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(FormatError, match="a render manifest must be a JSON object"):
+        check_render_folders(tmp_path, ("incomplete",), asked)
