@@ -23,6 +23,7 @@ queued at once, so an iterable of 10^6 items is never materialised.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import multiprocessing
 import os
@@ -202,8 +203,17 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
     if method == "fork":
         # a fork pool forks all its workers at the first submit: do it now, while the process is known to
-        # run one thread (before the pool's own manager thread, a progress bar's monitor or a solve)
-        pool.submit(int).result()
+        # run one thread (before the pool's own manager thread, a progress bar's monitor or a solve).
+        # The workers inherit this process's objects frozen (gc.freeze): their collections then skip the
+        # modules and tables imported before the fork instead of walking (and copying on write) them
+        # again; the parent unfreezes its own at once. Issue 27: a generation worker's cyclic-GC time
+        # over 1,000 benchmark examples fell from about 0.30 to 0.20 CPU s (gc.callbacks, 2 runs each);
+        # nothing else changes (the frozen objects are only never collected in the workers).
+        gc.freeze()
+        try:
+            pool.submit(int).result()
+        finally:
+            gc.unfreeze()
     return pool
 
 

@@ -169,6 +169,24 @@ def test_forked_workers_do_not_see_the_parents_shared_pool(monkeypatch):
         assert list(map_ordered(_shared_pools_seen, range(4), workers=3)) == [0, 0, 0, 0]
 
 
+def _frozen_objects(_: int) -> int:
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_forked_workers_inherit_frozen_objects_and_the_parent_does_not_stay_frozen(monkeypatch):
+    import gc
+
+    monkeypatch.setenv("CLEVR_POC_START_METHOD", "fork")
+    before = gc.get_freeze_count()
+    with local_pool_session(2):
+        counts = list(map_ordered(_frozen_objects, range(4), workers=2))
+        assert gc.get_freeze_count() == before == 0
+    # every object the parent had at the fork is in the workers' permanent generation (thousands: modules)
+    assert min(counts) > 10_000
+
+
 def test_progress_bar_draws_the_finished_bar_once(capsys):
     """tqdm's update draws the last step and close draws the finished bar again: in a log (no terminal to
     overwrite the line) the demo showed ``render: 100%|...| 80/80 [...]`` twice on one line."""
