@@ -73,9 +73,11 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _create_temp(path: Path) -> tuple[int, Path]:
-    """A new, empty temp file beside ``path`` (mode ``0666 & ~umask``); returns ``(fd, temp path)``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _create_temp(path: Path, *, make_folder: bool = True) -> tuple[int, Path]:
+    """A new, empty temp file beside ``path`` (mode ``0666 & ~umask``); returns ``(fd, temp path)``.
+    ``make_folder=False``: the caller has created ``path``'s folder."""
+    if make_folder:
+        path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     while True:
         tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
@@ -197,11 +199,13 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], bytes]]) -> 
     """
     paths = [Path(path) for path, _ in files]
     folders: dict[Path, None] = {}
+    for folder in dict.fromkeys(path.parent for path in paths):  # once per folder, not per file (issue 27)
+        folder.mkdir(parents=True, exist_ok=True)
     for start in range(0, len(paths), MANY_FILES_OPEN):
         temps: list[tuple[int, Path, Path]] = []  # (fd or -1 once closed, temp, path) not yet renamed
         try:
             for path, (_, data) in zip(paths[start:start + MANY_FILES_OPEN], files[start:start + MANY_FILES_OPEN]):
-                fd, tmp = _create_temp(path)
+                fd, tmp = _create_temp(path, make_folder=False)
                 temps.append((fd, tmp, path))
                 view = memoryview(data)
                 while view:

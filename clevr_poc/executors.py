@@ -27,6 +27,7 @@ import gc
 import itertools
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from collections import deque
@@ -198,9 +199,31 @@ def _pinned_start_method() -> str | None:
     return pinned
 
 
+#: ``prctl`` option that asks Linux to signal a process when its parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent(parent: int) -> None:
+    """Pool worker initializer: the worker is killed when the process that started it dies, even by
+    SIGKILL (Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``), instead of waiting forever on a task queue
+    whose other ends its sibling workers keep open (a ``kill -9`` of ``generate`` used to leave its
+    workers behind). Elsewhere it does nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     method = pool_start_method()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                               initializer=_end_with_parent, initargs=(os.getpid(),))
     if method == "fork":
         # a fork pool forks all its workers at the first submit: do it now, while the process is known to
         # run one thread (before the pool's own manager thread, a progress bar's monitor or a solve).

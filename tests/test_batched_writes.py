@@ -25,7 +25,7 @@ _KILL_AT_RENAME = textwrap.dedent("""
     import os, signal, sys
     import clevr_poc._io as io
     from clevr_poc.generation.dataset_writer import generate_dataset
-    out, kill_at = sys.argv[1], int(sys.argv[2])
+    out, kill_at, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     real, count = io._rename, [0]
     def rename(tmp, path):
         count[0] += 1
@@ -34,7 +34,7 @@ _KILL_AT_RENAME = textwrap.dedent("""
         real(tmp, path)
     io._rename = rename
     generate_dataset(out, environments=1, scenes_per_environment=5, seed=3, splits={"test": 1.0},
-                     visibility_check="off", progress=False, write_batch=2)
+                     visibility_check="off", progress=False, write_batch=2, workers=workers)
 """)
 
 
@@ -70,10 +70,13 @@ def test_batches_give_the_bytes_of_single_writes(reference, tmp_path):
     assert _tree(tmp_path / "data") == _tree(reference)
 
 
+# workers=2: the batches are written on the writer thread (background_writes), which the kill hits
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("kill_at", [5, 8, 11])  # in the first scene batch, its question batch, the 2nd batch
-def test_sigkill_mid_batch_leaves_every_example_whole_or_absent(reference, tmp_path, kill_at):
+def test_sigkill_mid_batch_leaves_every_example_whole_or_absent(reference, tmp_path, kill_at, workers):
     out = tmp_path / "data"
-    killed = subprocess.run([sys.executable, "-c", _KILL_AT_RENAME, str(out), str(kill_at)], capture_output=True,
+    killed = subprocess.run([sys.executable, "-c", _KILL_AT_RENAME, str(out), str(kill_at), str(workers)],
+                            capture_output=True,
                             text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     final = _tree(reference)

@@ -199,3 +199,50 @@ def test_progress_bar_draws_the_finished_bar_once(capsys):
     assert [frame.split("|")[0] for frame in frames if frame] == ["render:   0%", "render:  33%", "render:  67%",
                                                                   "render: 100%"]
     assert err.count("3/3") == 1 and err.endswith("\n")
+
+
+def _worker_pid(_: int) -> int:
+    import os
+    import time
+
+    time.sleep(0.05)
+    return os.getpid()
+
+
+def test_workers_end_when_their_parent_is_killed(tmp_path):
+    """A SIGKILL of the process that owns a pool (``kill -9`` of ``generate``) takes its workers with it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = textwrap.dedent("""
+        import os, signal, sys
+        sys.path.insert(0, sys.argv[1])
+        from test_executors import _worker_pid
+        from clevr_poc.executors import local_pool_session, map_ordered
+        with local_pool_session(2):
+            pids = sorted(set(map_ordered(_worker_pid, range(8), workers=2, chunksize=1)))
+            print(" ".join(map(str, pids)), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    done = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "CLEVR_POC_START_METHOD": "fork"})
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as stat:  # a zombie awaiting its reaper is gone too
+            return stat.read().split(") ")[-1][0] != "Z"
+
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if alive(p)]

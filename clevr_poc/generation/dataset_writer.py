@@ -52,6 +52,7 @@ skipped, no partial file is ever visible, and the temp files a hard kill left ar
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ from typing import Any, Callable, Iterable, Mapping
 from clevr_poc._io import atomic_write_json, atomic_write_many, atomic_write_text, read_json, remove_stale_temp_files
 from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import FormatError
+from clevr_poc.generation.background_writes import BackgroundBatchWriter
 from clevr_poc.generation.dataset_config import (
     DEFAULT_MAX_ATTEMPTS, DEFAULT_QUERY_SHARES, DEFAULT_SPLITS, FORMAT_HISTORY, MANIFEST, DatasetConfig,
     DatasetConfigError,
@@ -288,8 +290,11 @@ def generate_dataset(
         visibility_check: ``"both"`` (default), ``"partial"`` or ``"off"`` (module docstring).
         min_visible_pixels: pixels each checked object must cover (default: the renderer's, 53 at 320 x 320).
         visibility_relayouts: re-placements of a scene graph failing the check before it is redrawn.
-        write_batch: examples written at once (>= 1; :func:`write_examples`): a kill loses at most
-            this many finished examples; it does not change the files.
+        write_batch: examples written at once (>= 1; :func:`write_examples`): a kill -9 loses at most
+            this many finished examples with one process, and at most ``write_batch x (1 +``
+            :data:`~clevr_poc.generation.background_writes.DEFAULT_MAX_PENDING` ``)`` with workers (their
+            batches are written on a thread while the next ones are collected); Ctrl-C and errors lose
+            none. It does not change the files.
 
     Returns:
         :class:`DatasetSummary`.
@@ -332,30 +337,38 @@ def generate_dataset(
         attempts = fallbacks = layouts_checked = rejections = 0
         visibility_seconds = 0.0
         batch: list[GeneratedExample] = []
+        # with worker processes the batches are written on a thread of their own (background_writes),
+        # so that this thread keeps handing out tasks while a batch waits for the disk
+        writer = BackgroundBatchWriter(functools.partial(write_examples, out_dir),
+                                       threaded=workers > 1 or executor == "ray")
 
-        def flush() -> None:
-            written = list(batch)
-            batch.clear()
-            write_examples(out_dir, written)
-            if on_example is not None:
-                for done_example in written:
+        def report() -> None:
+            for done_example in writer.written():
+                if on_example is not None:
                     on_example(done_example)
 
-        try:
-            for result in map_ordered(generate_example, tasks, workers=workers, executor=executor,
-                                      ray_address=ray_address, chunksize=chunksize,
-                                      progress="questions" if progress else False):
-                batch.append(result)
-                attempts += result.attempts
-                fallbacks += result.query_attribute != result.spec.query_attribute
-                layouts_checked += result.layouts_checked
-                rejections += result.visibility_rejections
-                visibility_seconds += result.visibility_seconds
-                if len(batch) >= write_batch:
+        def flush() -> None:
+            writer.submit(list(batch))
+            batch.clear()
+            report()
+
+        with writer:  # leaving it waits for every handed-over batch: the finished examples are kept
+            try:
+                for result in map_ordered(generate_example, tasks, workers=workers, executor=executor,
+                                          ray_address=ray_address, chunksize=chunksize,
+                                          progress="questions" if progress else False):
+                    batch.append(result)
+                    attempts += result.attempts
+                    fallbacks += result.query_attribute != result.spec.query_attribute
+                    layouts_checked += result.layouts_checked
+                    rejections += result.visibility_rejections
+                    visibility_seconds += result.visibility_seconds
+                    if len(batch) >= write_batch:
+                        flush()
+            finally:  # the examples finished before an error or an interrupt are kept
+                if batch:
                     flush()
-        finally:  # the examples finished before an error or an interrupt are kept
-            if batch:
-                flush()
+        report()
         examples_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
