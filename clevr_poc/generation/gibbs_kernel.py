@@ -16,6 +16,7 @@ from clevr_poc.generation.object_types import (
     COUNTING_TEMPLATES, FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE, NUM_REGIONS, NUM_TYPES, REGION_CAPACITY,
     TYPE_FIELDS, TYPE_REGION,
 )
+from clevr_poc.generation.gibbs_batch import BatchSteps
 from clevr_poc.generation.scene_check import SceneCheck
 
 
@@ -43,6 +44,7 @@ class GibbsKernel:
         self.allowed_mask = np.zeros(NUM_TYPES, dtype=bool)
         self.allowed_mask[allowed] = True
         self._allowed_list: list[bool] = self.allowed_mask.tolist()
+        self._batch: BatchSteps | None = None
 
     def sweeps(self, X: np.ndarray, gen: np.random.Generator, count: int) -> int:
         """``count`` sweeps in place on X ((P, N) type ids, every row a complete scene); one sweep is N
@@ -177,25 +179,25 @@ class GibbsKernel:
         if all(allowed[t] for t in y) and self.check.for_field(name).feasible_list(y):  # only `name` changed
             x[:] = y
 
+    @property
+    def batch(self) -> BatchSteps:
+        """The batch steps' tables (built on first use: a rejection sampler never needs them)."""
+        if self._batch is None:
+            self._batch = BatchSteps(self.check, self.allowed)
+        return self._batch
+
     def object_step(self, X: np.ndarray, i: int, gen: np.random.Generator) -> None:
         """Redraw object i of every chain uniformly among the types that keep its scene complete."""
-        ok = self.check.object_replacements(np.delete(X, i, axis=1), self.allowed)
-        X[:, i] = self.allowed[_choose(ok, gen)]  # never empty: X[:, i] itself is feasible
+        ok = self.batch.object_replacements(X.take(_without(X.shape[1])[i], axis=1))  # (M, P)
+        X[:, i] = self.allowed.take(_choose(np.ascontiguousarray(ok.T), gen))  # never empty: X[:, i] is feasible
 
     def field_step(self, X: np.ndarray, i: int, j: int, name: str, gen: np.random.Generator) -> None:
         """Redraw field ``name`` of objects i and j together (all value pairs are candidates)."""
-        size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
-        vi, vj = np.divmod(np.arange(size * size), size)
-        value = FIELD_VALUE[name]
-        ti = X[:, i:i + 1] + (vi[None, :] - value[X[:, i:i + 1]]) * stride  # (P, size^2)
-        tj = X[:, j:j + 1] + (vj[None, :] - value[X[:, j:j + 1]]) * stride
-        others = np.delete(X, [i, j], axis=1)
-        # only field `name` changes: the constraints that do not depend on it keep holding (for_field)
-        check = self.check.for_field(name)
-        ok = self.allowed_mask[ti] & self.allowed_mask[tj] & check.pair_replacements(others, ti, tj)
-        pick = _choose(ok, gen)
+        ti, tj, ok = self.batch.pair_replacements(X, i, j, name)  # (size, P), (size, P), (size^2, P)
+        pick = _choose(np.ascontiguousarray(ok.T), gen)
+        size = ti.shape[0]
         rows = np.arange(X.shape[0])
-        X[:, i], X[:, j] = ti[rows, pick], tj[rows, pick]
+        X[:, i], X[:, j] = ti[pick // size, rows], tj[pick % size, rows]
 
     def swap_step(self, X: np.ndarray, name: str, gen: np.random.Generator) -> None:
         """Metropolis move: exchange two values a, b of field ``name`` in every object of a random
@@ -218,8 +220,7 @@ class GibbsKernel:
             chosen = ((regions >> TYPE_REGION[X]) & 1).astype(bool)
         swapped = np.where(value == a, b, np.where(value == b, a, value))
         Y = X + np.where(chosen, swapped - value, 0) * stride
-        ok = self.allowed_mask[Y].all(axis=1)
-        ok[ok] = self.check.for_field(name).feasible(Y[ok])  # only field `name` changed
+        ok = self.batch.swap_feasible(Y, name)  # only field `name` changed
         X[ok] = Y[ok]
 
 
