@@ -107,13 +107,17 @@ class BatchSteps:
         self.allowed = allowed
         self.allowed_mask = np.zeros(NUM_TYPES, dtype=bool)
         self.allowed_mask[allowed] = True
-        full = self._full = _Counts(check, descriptions=True, regions=True)
+        full = self._full = _Counts(check, descriptions=False, regions=True)
         # the allowed types' distinct key columns (region, keys, flags), as in SceneCheck._candidate_tables
         keys = np.concatenate((TYPE_REGION[allowed][None], check._key1[:, allowed], check._key2[:, allowed],
                                check._flag[:, allowed].astype(np.int64)))
         keys, inverse = np.unique(keys, axis=1, return_inverse=True)
-        self._candidate_description = allowed // NUM_REGIONS
-        self._inverse = inverse.reshape(-1)
+        M, U = len(allowed), keys.shape[1]
+        # the candidates as M + 1 columns: the last one, never True, takes the exclusions of types not allowed
+        self._unique_of = np.append(inverse.reshape(-1), U)                       # (M + 1,): its key column
+        same = np.full((_DESCRIPTIONS, NUM_REGIONS), M)                          # the candidates of a description
+        same[allowed // NUM_REGIONS, allowed % NUM_REGIONS] = np.arange(M)
+        self._same_description = same[_TYPES // NUM_REGIONS]                      # (768, 4): those of t's
         Cp = full.Cp
         region, key1, key2, flags = keys[0], keys[1:1 + Cp], keys[1 + Cp:1 + 2 * Cp], keys[1 + 2 * Cp:]
         offsets = np.arange(Cp)[:, None] * _KEYS
@@ -122,25 +126,36 @@ class BatchSteps:
             np.where(key1 >= 0, full.key2 + offsets + key1, full.zero),
             np.where(key2 >= 0, full.key1 + offsets + key2, full.zero)))
         self._unique_flags = flags[:, :, None]                                    # (Co, U, 1)
+        self._per_P: dict[int, tuple] = {}
         self._check = check
         self._fields: dict[str, tuple] = {}
 
     # ------------------------------------------------------------------ object step
     def object_replacements(self, others: np.ndarray) -> np.ndarray:
-        """(P, N-1) other objects -> (M, P) bool: which allowed types complete each scene (the booleans of
-        ``SceneCheck.object_replacements(others, allowed)``, transposed)."""
+        """(P, N-1) other objects -> (P, M + 1) bool: which allowed types complete each scene (the booleans of
+        ``SceneCheck.object_replacements(others, allowed)``, and a last column of False).
+
+        The key columns' tests run on (U, P) arrays (chains last), then are read per candidate, and the
+        candidates that share an other object's description are set to False (at most 4 per object)."""
         full = self._full
+        P = others.shape[0]
+        per_P = self._per_P.get(P)
+        if per_P is None:
+            U1, M1 = len(self._unique_region) + 1, len(self._unique_of)
+            per_P = self._per_P[P] = (np.arange(P)[:, None] * U1 + self._unique_of,
+                                      (np.arange(P) * M1)[:, None, None], U1)
         C = full.counts(others)                                                   # (W, P)
-        ok = (C[:_DESCRIPTIONS] == 0).take(self._candidate_description, axis=0)  # (M, P)
-        fits = C.take(self._unique_region, axis=0) < REGION_CAPACITY              # (U, P)
+        fits = np.zeros((per_P[2], P), dtype=bool)                                # (U + 1, P): the last never
+        fits[:-1] = C.take(self._unique_region, axis=0) < REGION_CAPACITY
         if full.Cp:
             added = C.take(self._unique_look, axis=0)                             # (2 Cp, U, P)
             added = added[:full.Cp] + added[full.Cp:]
-            fits &= (added * full.sign[:, None, None] >= -full.margin(C)[:, None, :]).all(axis=0)
+            fits[:-1] &= (added * full.sign[:, None, None] >= -full.margin(C)[:, None, :]).all(axis=0)
         if full.Co:
             need = full.flag_n[:, None] - C[full.flag:full.zero]                   # (Co, P)
-            fits &= (self._unique_flags == need[:, None, :]).all(axis=0)
-        ok &= fits.take(self._inverse, axis=0)
+            fits[:-1] &= (self._unique_flags == need[:, None, :]).all(axis=0)
+        ok = fits.T.ravel().take(per_P[0])                                        # (P, M + 1)
+        ok.ravel()[(self._same_description.take(others, axis=0) + per_P[1]).ravel()] = False
         return ok
 
     # ------------------------------------------------------------------ field step

@@ -188,8 +188,8 @@ class GibbsKernel:
 
     def object_step(self, X: np.ndarray, i: int, gen: np.random.Generator) -> None:
         """Redraw object i of every chain uniformly among the types that keep its scene complete."""
-        ok = self.batch.object_replacements(X.take(_without(X.shape[1])[i], axis=1))  # (M, P)
-        X[:, i] = self.allowed.take(_choose(np.ascontiguousarray(ok.T), gen))  # never empty: X[:, i] is feasible
+        ok = self.batch.object_replacements(X.take(_without(X.shape[1])[i], axis=1))  # (P, M + 1)
+        X[:, i] = self.allowed.take(_choose(ok, gen))  # never empty: X[:, i] itself is feasible
 
     def field_step(self, X: np.ndarray, i: int, j: int, name: str, gen: np.random.Generator) -> None:
         """Redraw field ``name`` of objects i and j together (all value pairs are candidates)."""
@@ -237,11 +237,23 @@ def counted_fields(constraints) -> tuple[str, ...]:
 def _choose(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     """Per row of the (P, K) bool array, the index of a uniformly chosen True entry: the r-th True entry of
     row p, r = floor(u_p x count_p) (every row has one; issue 27: read from the True entries' flat indices
-    instead of a cumulative sum over every entry; the same indices as ``tests/sampler_references.py``'s ``choose_reference``)."""
-    counts = ok.sum(axis=1)
-    r = (gen.random(ok.shape[0]) * counts).astype(np.int64)
-    true = np.flatnonzero(ok)  # row-major: row p's True entries start at sum(counts[:p])
-    return true[np.cumsum(counts) - counts + r] - np.arange(ok.shape[0]) * ok.shape[1]
+    instead of a cumulative sum over every entry, the rows' counts from where their entries start among them;
+    the same indices as ``tests/sampler_references.py``'s ``choose_reference``)."""
+    P, K = ok.shape
+    true = np.flatnonzero(ok)
+    bounds = _row_bounds(P, K)
+    starts = np.searchsorted(true, bounds)  # row p's True entries: true[starts[p]:starts[p + 1]]
+    counts = starts[1:] - starts[:-1]
+    r = (gen.random(P) * counts).astype(np.int64)
+    return true[starts[:-1] + r] - bounds[:-1]
+
+
+@functools.lru_cache(maxsize=None)
+def _row_bounds(P: int, K: int) -> np.ndarray:
+    """0, K, 2K, ..., PK: where the rows of a (P, K) array start in its flat indices (read only)."""
+    bounds = np.arange(P + 1) * K
+    bounds.flags.writeable = False
+    return bounds
 
 
 def _choose_row(ok: np.ndarray, gen: np.random.Generator) -> int:
