@@ -244,5 +244,21 @@ class BatchSteps:
 
 
 @functools.lru_cache(maxsize=None)
+def swap_table(name: str) -> np.ndarray:
+    """The swap step's proposals: type t with values a and b of field ``name`` exchanged where t's region is in
+    the set ``regions`` (bit r: region r), at ``((a x size + b) x 16 + regions) x 768 + t`` (int16; 1.5 MB for
+    the color, built once per process in about 10 ms)."""
+    size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+    a, b = np.arange(size)[:, None, None], np.arange(size)[None, :, None]
+    value = FIELD_VALUE[name]
+    swapped = np.where(value == a, b, np.where(value == b, a, value))               # (size, size, 768)
+    swapped = (_TYPES + (swapped - value) * stride).astype(np.int16)
+    chosen = ((np.arange(1 << NUM_REGIONS)[:, None] >> TYPE_REGION) & 1).astype(bool)  # (16, 768)
+    table = np.where(chosen, swapped[:, :, None, :], _TYPES.astype(np.int16)).ravel()
+    table.flags.writeable = False
+    return table
+
+
+@functools.lru_cache(maxsize=None)
 def _without_pair(N: int, i: int, j: int) -> np.ndarray:
     return np.delete(np.arange(N), [i, j])
