@@ -158,6 +158,24 @@ class BatchSteps:
         ok.ravel()[(self._same_description.take(others, axis=0) + per_P[1]).ravel()] = False
         return ok
 
+    def object_replacements_row(self, others: np.ndarray) -> np.ndarray:
+        """:meth:`object_replacements` of one chain: ``others`` (N-1,) -> (M + 1,) bool (the same tables, no
+        per-chain offsets; about 20 numpy calls where ``SceneCheck.object_replacements_row`` made 40)."""
+        full = self._full
+        C = np.bincount(full.features.take(others, axis=0).ravel(), minlength=full.width)  # (W,)
+        fits = np.zeros(len(self._unique_region) + 1, dtype=bool)                 # the last never
+        fits[:-1] = C.take(self._unique_region) < REGION_CAPACITY
+        if full.Cp:
+            added = C.take(self._unique_look)                                     # (2 Cp, U)
+            added = added[:full.Cp] + added[full.Cp:]
+            fits[:-1] &= (added * full.sign[:, None] >= -full.margin(C[:, None])).all(axis=0)
+        if full.Co:
+            need = full.flag_n - C[full.flag:full.zero]                            # (Co,)
+            fits[:-1] &= (self._unique_flags[:, :, 0] == need[:, None]).all(axis=0)
+        ok = fits.take(self._unique_of)                                           # (M + 1,)
+        ok[self._same_description.take(others, axis=0)] = False
+        return ok
+
     # ------------------------------------------------------------------ field step
     def _field(self, name: str) -> tuple:
         """The tables of field ``name``'s steps: the count features of the constraints that mention it

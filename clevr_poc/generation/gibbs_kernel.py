@@ -78,9 +78,10 @@ class GibbsKernel:
         N = len(x)
         steps = 0
         without = _without(N)
+        batch = self.batch
         for _ in range(count):
             for i in gen.permutation(N).tolist():
-                ok = self.check.object_replacements_row(x[without[i]], self.allowed)
+                ok = batch.object_replacements_row(x.take(without[i]))
                 x[i] = self.allowed[_choose_row(ok, gen)]
             steps += N
             if N > 1 and self.fields:
