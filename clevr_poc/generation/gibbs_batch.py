@@ -191,8 +191,10 @@ class BatchSteps:
     def _field(self, name: str) -> tuple:
         """The tables of field ``name``'s steps: the count features of the constraints that mention it
         (``SceneCheck.for_field``), with the descriptions (an attribute changes) or the regions (the region
-        changes); each type's alternatives (size, 768); the flags (Co, 768) and the keys (Cp, 768; key -1 as -1
-        in key1 and -2 in key2, so that two missing keys never match) of those constraints."""
+        changes); each type's alternatives (size, 768); the flags (Co, 768) and the keys (2 Cp, 768: key1 then key2;
+        key -1 as -1 in key1 and -2 in key2, so that two missing keys never match) of those constraints; and per
+        number of chains P, the chain ids and the flat count indices of every type's lookups (2 Cp, 768; see
+        :meth:`pair_replacements`)."""
         tables = self._fields.get(name)
         if tables is None:
             check = self._check.for_field(name)
@@ -200,8 +202,8 @@ class BatchSteps:
             counts = _Counts(check, descriptions=not region, regions=region)
             size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
             alternatives = _TYPES[None, :] + (np.arange(size)[:, None] - FIELD_VALUE[name][None, :]) * stride
-            tables = self._fields[name] = (counts, alternatives, check._flag.astype(np.int8), check._key1,
-                                           np.where(check._key2 >= 0, check._key2, -2), {})
+            keys = np.concatenate((check._key1, np.where(check._key2 >= 0, check._key2, -2)))
+            tables = self._fields[name] = (counts, alternatives, check._flag.astype(np.int8), keys, {})
         return tables
 
     def pair_replacements(self, X: np.ndarray, i: int, j: int, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -209,14 +211,14 @@ class BatchSteps:
         value, and which value pairs (size^2, P; pair a x size + b: value a for i, b for j) keep the scene
         complete (the booleans of the allowed types' mask and ``for_field(name).pair_replacements``,
         transposed)."""
-        fc, alternatives, flag, key1, key2, per_P = self._field(name)
+        fc, alternatives, flag, keys, per_P = self._field(name)
         ti, tj = alternatives.take(X[:, i], axis=1), alternatives.take(X[:, j], axis=1)  # (size, P)
         C = fc.counts(X.take(_without_pair(X.shape[1], i, j), axis=1))            # (W, P)
         size, P = ti.shape
         flat = C.ravel()
         chains = per_P.get(P)
         if chains is None:
-            chains = per_P[P] = (np.arange(P), fc.look2 * P, fc.look1 * P)
+            chains = per_P[P] = (np.arange(P), np.concatenate((fc.look2, fc.look1)) * P)
         single_i, single_j = self.allowed_mask[ti], self.allowed_mask[tj]
         if fc.description >= 0:  # an attribute: the new descriptions must be free and differ
             di, dj = ti // NUM_REGIONS, tj // NUM_REGIONS
@@ -238,16 +240,17 @@ class BatchSteps:
         if fc.Cp:
             # the pairs with a candidate pair: count = base + what i adds with the others (count2 at its key1 +
             # count1 at its key2) + what j adds + the pairs i and j form together; sign x count >= threshold
-            sign = fc.sign[:, None, None]
-            add_i = flat.take(chains[1].take(ti, axis=1) + chains[0]) + flat.take(chains[2].take(ti, axis=1) + chains[0])
-            add_j = flat.take(chains[1].take(tj, axis=1) + chains[0]) + flat.take(chains[2].take(tj, axis=1) + chains[0])
-            alpha = (fc.margin(C)[:, None, :] + sign * add_i).astype(np.int16)     # (Cp, size, P)
-            beta = (sign * add_j).astype(np.int16)
-            k1i, k2i, k1j, k2j = key1.take(ti, axis=1), key2.take(ti, axis=1), key1.take(tj, axis=1), key2.take(tj, axis=1)
+            Cp = fc.Cp
+            both = np.concatenate((ti, tj))                                         # (2 size, P)
+            counted = flat.take(chains[1].take(both, axis=1) + chains[0])          # (2 Cp, 2 size, P)
+            added = ((counted[:Cp] + counted[Cp:]) * fc.sign[:, None, None]).astype(np.int16)  # sign x (Cp, 2 size, P)
+            alpha = added[:, :size] + fc.margin(C).astype(np.int16)[:, None, :]    # i's, with the others' margin
+            keys = keys.take(both, axis=1)                                          # (2 Cp, 2 size, P): key1, key2
+            k1i, k2i, k1j, k2j = keys[:Cp, :size], keys[Cp:, :size], keys[:Cp, size:], keys[Cp:, size:]
             together = ((k1i[:, :, None, :] == k2j[:, None, :, :]).view(np.int8)
                         + (k2i[:, :, None, :] == k1j[:, None, :, :]).view(np.int8))  # (Cp, size, size, P)
             together *= fc.sign.astype(np.int8)[:, None, None, None]
-            total = alpha[:, :, None, :] + beta[:, None, :, :]
+            total = alpha[:, :, None, :] + added[:, None, size:, :]
             total += together
             ok &= (total >= 0).all(axis=0)
         return ti, tj, ok.reshape(size * size, P)
