@@ -222,7 +222,7 @@ class BatchSteps:
         single_i, single_j = self.allowed_mask[ti], self.allowed_mask[tj]
         if fc.description >= 0:  # an attribute: the new descriptions must be free and differ
             di, dj = ti // NUM_REGIONS, tj // NUM_REGIONS
-            single_i &= flat.take(di * P + chains[0]) == 0
+            single_i &= flat.take(di * P + chains[0]) == 0  # the descriptions' counts: rows 0..191 of C
             single_j &= flat.take(dj * P + chains[0]) == 0
             ok = (single_i[:, None, :] & single_j[None, :, :]) & (di[:, None, :] != dj[None, :, :])
         else:  # the region: room for both
@@ -279,7 +279,7 @@ class BatchSteps:
 def swap_table(name: str) -> np.ndarray:
     """The swap step's proposals: type t with values a and b of field ``name`` exchanged where t's region is in
     the set ``regions`` (bit r: region r), at ``((a x size + b) x 16 + regions) x 768 + t`` (int16; 1.5 MB for
-    the color, built once per process in about 10 ms)."""
+    the color, built once per process in 5-10 ms)."""
     size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
     a, b = np.arange(size)[:, None, None], np.arange(size)[None, :, None]
     value = FIELD_VALUE[name]
@@ -293,4 +293,5 @@ def swap_table(name: str) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def _without_pair(N: int, i: int, j: int) -> np.ndarray:
+    """The indices 0..N-1 without i and j (the other objects of a field step)."""
     return np.delete(np.arange(N), [i, j])
