@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from clevr_poc import domain
-from clevr_poc.generation.object_types import NUM_REGIONS, REGION_CAPACITY, TYPE_REGION
+from clevr_poc.generation.object_types import (
+    FIELD_DOMAIN, FIELD_STRIDE, FIELD_VALUE, NUM_REGIONS, REGION_CAPACITY, TYPE_REGION,
+)
 from clevr_poc.generation.scene_check import SceneCheck, _region_counts
 from clevr_poc.generation.stratified_proposal import StratifiedProposal
 
@@ -72,3 +74,51 @@ def choose_reference(ok: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     counts = ok.sum(axis=1)
     r = (gen.random(ok.shape[0]) * counts).astype(np.int64)
     return (np.cumsum(ok, axis=1) <= r[:, None]).sum(axis=1)
+
+
+def sweeps_batch_reference(kernel, X: np.ndarray, gen: np.random.Generator, count: int) -> int:
+    """``GibbsKernel._sweeps_batch`` with the steps of before issue 27's fourth round (helper ``gb``): the
+    ``SceneCheck`` batch checks (``object_replacements``, ``for_field(name).pair_replacements``, ``feasible``)
+    on (P, ...) arrays, and ``_choose`` of the cumulative sum."""
+    P, N = X.shape
+    check, allowed, fields = kernel.check, kernel.allowed, kernel.fields
+    mask = np.zeros(768, dtype=bool)
+    mask[allowed] = True
+    rows = np.arange(P)
+    steps = 0
+    for _ in range(count):
+        for i in gen.permutation(N):
+            ok = check.object_replacements(np.delete(X, i, axis=1), allowed)
+            X[:, i] = allowed[choose_reference(ok, gen)]
+        steps += N
+        if N > 1 and fields:
+            for _ in range(N):
+                i, j = gen.choice(N, size=2, replace=False)
+                name = fields[int(gen.integers(len(fields)))]
+                size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+                vi, vj = np.divmod(np.arange(size * size), size)
+                value = FIELD_VALUE[name]
+                ti = X[:, i:i + 1] + (vi[None, :] - value[X[:, i:i + 1]]) * stride
+                tj = X[:, j:j + 1] + (vj[None, :] - value[X[:, j:j + 1]]) * stride
+                others = np.delete(X, [i, j], axis=1)
+                ok = mask[ti] & mask[tj] & check.for_field(name).pair_replacements(others, ti, tj)
+                pick = choose_reference(ok, gen)
+                X[:, i], X[:, j] = ti[rows, pick], tj[rows, pick]
+            for _ in range(N):
+                name = fields[int(gen.integers(len(fields)))]
+                size, stride = len(FIELD_DOMAIN[name]), FIELD_STRIDE[name]
+                a = gen.integers(size, size=(P, 1))
+                b = (a + gen.integers(1, size, size=(P, 1))) % size
+                value = FIELD_VALUE[name][X]
+                if name == "region":
+                    chosen = np.ones(X.shape, dtype=bool)
+                else:
+                    regions = gen.integers(1, 1 << len(domain.REGIONS), size=(P, 1))
+                    chosen = ((regions >> TYPE_REGION[X]) & 1).astype(bool)
+                swapped = np.where(value == a, b, np.where(value == b, a, value))
+                Y = X + np.where(chosen, swapped - value, 0) * stride
+                ok = mask[Y].all(axis=1)
+                ok[ok] = check.feasible(Y[ok])  # every counting constraint, not only those of `name`
+                X[ok] = Y[ok]
+            steps += 2 * N
+    return steps

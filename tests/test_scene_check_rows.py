@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from clevr_poc.environments.sampler import sample_environment
 from clevr_poc.generation.scene_sampler import SceneSampler
 from clevr_poc.seeds import ENVIRONMENT, derive_seed
-from sampler_references import draw_reference, pair_replacements_reference
+from sampler_references import draw_reference, pair_replacements_reference, sweeps_batch_reference
 
 #: Environments (seed 0) with one-object counts and pair counts (2, 4, 9), pairs only (6, 7), none (5),
 #: and the two that use the Gibbs sampler (1, 7).
@@ -74,6 +74,35 @@ def test_one_chain_sweeps_equal_the_batch_sweeps(env):
         assert np.array_equal(row, batch)
         assert gen_row.random() == gen_batch.random()  # the same draws, in the same order
         assert sampler.check.feasible(row)[0]
+
+
+@pytest.mark.parametrize("env", _ENVIRONMENTS)
+def test_batch_sweeps_equal_the_reference_steps(env):
+    """Issue 27 (helper ``gb``): the batch steps from count features (``gibbs_batch.BatchSteps``) give the
+    chains and the draws of the ``SceneCheck`` batch checks (``sweeps_batch_reference``), on 64 chains from the
+    pool and on a few chains, through several sweeps."""
+    sampler = _sampler(env)
+    kernel = sampler.kernel
+    for seed, chains in ((0, 64), (1, 3), (2, 2)):
+        start = sampler.pool()[:chains].copy()
+        fast, reference = start.copy(), start.copy()
+        gen_fast, gen_reference = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert kernel._sweeps_batch(fast, gen_fast, 3) == sweeps_batch_reference(kernel, reference, gen_reference, 3)
+        assert np.array_equal(fast, reference)
+        assert gen_fast.random() == gen_reference.random()
+        assert sampler.check.feasible(fast).all()
+        if kernel.fields and chains == 64:
+            assert (fast != start).any(axis=1).mean() > 0.5  # the chains move
+
+
+def test_batch_sweeps_specific_values():
+    """Environment 7 (seed 0; Gibbs sampler): the first 3 pool states after 1 sweep from generator seed 3."""
+    X = _sampler(7).pool()[:3].copy()
+    assert _sampler(7).kernel.sweeps(X, np.random.default_rng(3), 1) == 18
+    assert X.tolist() == EXPECTED_BATCH
+
+
+EXPECTED_BATCH = [[526, 452, 462, 764, 388, 430], [404, 476, 566, 318, 284, 430], [25, 478, 430, 612, 452, 196]]
 
 
 def test_one_chain_sweeps_specific_values():

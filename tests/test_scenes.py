@@ -159,11 +159,17 @@ def test_random_models_are_diverse_complete_scenes_and_deterministic():
 def test_random_models_stop_on_a_slow_search_instead_of_returning_fewer(monkeypatch):
     """A search past the time limit raises (before, fewer models came back: on a busy machine another
     Gibbs pool, hence other scenes, for the same seed)."""
-    import clingo.solving
+    from contextlib import contextmanager
 
     from clevr_poc.errors import SolverTimeoutError
+    from clevr_poc.generation import scene_programs
 
-    monkeypatch.setattr(clingo.solving.SolveHandle, "wait", lambda self, timeout=None: False)
+    @contextmanager
+    def past_the_deadline(control, seconds):  # the watchdog fired: the solve was interrupted
+        assert seconds == 30.0
+        yield [True]
+
+    monkeypatch.setattr(scene_programs.WATCHDOG, "limit", past_the_deadline)
     with pytest.raises(SolverTimeoutError, match="within 30 s"):
         random_models(counting_environment(), 3, seed=4)
 

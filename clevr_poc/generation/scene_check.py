@@ -76,8 +76,11 @@ class SceneCheck:
     """Vectorised check of scenes given as type ids: distinct objects, region capacity, templates 6-10.
 
     The one-object templates are *not* checked here: callers build scenes from allowed types only.
-    Besides whole scenes (:meth:`feasible`), it checks incremental changes of P scenes at once (the
-    Gibbs steps): one object replaced (:meth:`object_replacements`) or two (:meth:`pair_replacements`).
+    Besides whole scenes (:meth:`feasible`), it checks incremental changes of P scenes at once: one object
+    replaced (:meth:`object_replacements`) or two (:meth:`pair_replacements`), for any candidates and any
+    scenes. The Gibbs kernel's steps, which start from complete scenes and try the allowed types or one field's
+    values, use the faster :class:`~.gibbs_batch.BatchSteps` (issue 27, helper ``gb``), which the tests compare
+    with these.
 
     Raises:
         FormatError: a constraint's template is neither a one-object nor a counting template.

@@ -56,6 +56,10 @@ per-type templates (:func:`~.object_types.scene_from_types`) give the same scene
 state as before, with 0.58x the CPU time per :meth:`SceneSampler.sample` (1.24 against 2.15 CPU s for the
 benchmark's 4,369 samples of its 10 environments; measured against ``7842d5f`` in one process, load 3.4-3.7;
 rejection samplers with high acceptance 2-3x faster, Gibbs samplers 1.8x, the low-acceptance one 1.3x).
+Helper ``gb``: the Gibbs pool's sweeps from per-type count features (:mod:`~.gibbs_batch`, 0.45x the CPU time)
+and its clingo starts without a thread hand-off per model (0.65x): the benchmark's environment set-up takes
+0.69-0.72x the CPU time (1.17-1.24 against 1.68-1.73 s for its 10 environments, 0.50x / 0.56x for the two
+Gibbs pools; the same pools); a one-chain Gibbs sample 0.83x (docs/benchmarks.md).
 """
 
 
