@@ -77,7 +77,7 @@ def scene_from_types(types) -> Scene:
     templates = _TYPE_TEMPLATES or _type_templates()
     new = object.__new__
     objects = []
-    for t in np.asarray(types).tolist():
+    for t in (types if type(types) is list else np.asarray(types).tolist()):  # a list: the scene sampler's ids
         obj = new(SceneObject)
         obj.__dict__.update(templates[t], extra={})
         objects.append(obj)
