@@ -321,6 +321,11 @@ def test_scene_from_types_builds_the_objects_the_constructor_builds():
     assert scene.objects[5].describe() == "small gray metal cube in region 1"
     assert scene.objects[0].extra is not scene.objects[1].extra
     assert scene_from_types([5, 5]).objects[0].extra is not scene.objects[5].extra
+    # the scene itself: Scene(objects)'s field values, in the same order, its own empty relationships and extra
+    assert list(vars(scene)) == list(vars(expected)) and vars(scene) == vars(expected)
+    assert vars(scene_from_types(types)) == vars(expected) and scene_from_types(types) == expected
+    assert scene.relationships == {} and scene.relationships is not scene_from_types([1]).relationships
+    assert scene.extra == {} and scene.extra is not scene_from_types([1]).extra
 
 
 @pytest.mark.parametrize("env", _ENVIRONMENTS)
