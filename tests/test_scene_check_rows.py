@@ -337,3 +337,19 @@ def test_pair_counts_of_equals_pair_counts(env):
     X = np.random.default_rng(env).integers(0, 768, (300, 9))
     for k, c in enumerate(check.pairs):
         assert np.array_equal(check._pair_counts_of(k, X), _pair_counts(c.key1[X], c.key2[X]))
+
+
+def test_fixed_cells_cover_both_kinds_of_occupancy():
+    """Issue 27: an occupancy whose (region, k) tables have one option each has its cells fixed
+    (``StratifiedProposal._fixed_cells``; rows and chunks then skip the tables). The environments of
+    ``test_batch_rows_and_chunks_equal_draw`` have all-fixed occupancies (the chunks' fast path) and mixed
+    ones (rows with fixed and drawn cells), so both paths are compared with ``draw`` there."""
+    kinds = {}
+    for env in _ENVIRONMENTS:
+        proposal = _sampler(env).proposal
+        fixed = proposal._fixed_cells
+        kinds[env] = ("all" if proposal._fixed_cell_array is not None else
+                      "mixed" if any(cells is not None for cells in fixed) else "none")
+        for cells, occupancy in zip(fixed, proposal.occupancies):
+            assert cells is None or (len(cells) == proposal.num_objects == occupancy.sum() and cells == sorted(cells))
+    assert kinds == {1: "all", 2: "mixed", 4: "mixed", 5: "all", 6: "all", 7: "all", 9: "all"}
