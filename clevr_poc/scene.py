@@ -467,8 +467,9 @@ def compute_relationships(points: "Iterable[tuple[float, float]]") -> dict[str, 
         keeps it as it is, unless it was changed since).
     """
     # issue 27 (every layout computes them): when each axis's values are strictly ordered (no ties, no NaN;
-    # always the case for placed objects) one sort per axis gives both lists of every object, 2.2x faster
-    # for 7 objects (:func:`_axis_relations`); otherwise list comprehensions over (index, coordinate) pairs
+    # always the case for placed objects) one sort per axis gives both lists of every object
+    # (:func:`_axis_relations`; 0.57x the CPU time on the 2,747 layouts of the benchmark's first 1,000 examples,
+    # 24 against 42 ms); otherwise list comprehensions over (index, coordinate) pairs
     pts = list(points)
     xs = [p[0] for p in pts]
     ys = [p[1] for p in pts]
