@@ -350,6 +350,11 @@ def test_scene_from_types_builds_the_objects_the_constructor_builds():
     assert scene.objects[5].describe() == "small gray metal cube in region 1"
     assert scene.objects[0].extra is not scene.objects[1].extra
     assert scene_from_types([5, 5]).objects[0].extra is not scene.objects[5].extra
+    # the scene itself: Scene(objects)'s field values, in the same order, its own empty relationships and extra
+    assert list(vars(scene)) == list(vars(expected)) and vars(scene) == vars(expected)
+    assert vars(scene_from_types(types)) == vars(expected) and scene_from_types(types) == expected
+    assert scene.relationships == {} and scene.relationships is not scene_from_types([1]).relationships
+    assert scene.extra == {} and scene.extra is not scene_from_types([1]).extra
 
 
 @pytest.mark.parametrize("env", _ENVIRONMENTS)
@@ -361,3 +366,19 @@ def test_pair_counts_of_equals_pair_counts(env):
     X = np.random.default_rng(env).integers(0, 768, (300, 9))
     for k, c in enumerate(check.pairs):
         assert np.array_equal(check._pair_counts_of(k, X), _pair_counts(c.key1[X], c.key2[X]))
+
+
+def test_fixed_cells_cover_both_kinds_of_occupancy():
+    """Issue 27: an occupancy whose (region, k) tables have one option each has its cells fixed
+    (``StratifiedProposal._fixed_cells``; rows and chunks then skip the tables). The environments of
+    ``test_batch_rows_and_chunks_equal_draw`` have all-fixed occupancies (the chunks' fast path) and mixed
+    ones (rows with fixed and drawn cells), so both paths are compared with ``draw`` there."""
+    kinds = {}
+    for env in _ENVIRONMENTS:
+        proposal = _sampler(env).proposal
+        fixed = proposal._fixed_cells
+        kinds[env] = ("all" if proposal._fixed_cell_array is not None else
+                      "mixed" if any(cells is not None for cells in fixed) else "none")
+        for cells, occupancy in zip(fixed, proposal.occupancies):
+            assert cells is None or (len(cells) == proposal.num_objects == occupancy.sum() and cells == sorted(cells))
+    assert kinds == {1: "all", 2: "mixed", 4: "mixed", 5: "all", 6: "all", 7: "all", 9: "all"}

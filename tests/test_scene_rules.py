@@ -129,3 +129,23 @@ def test_sampler_verify_modes():
     assert by_rules.stats.verified == by_clingo.stats.verified == 1
     with pytest.raises(FormatError):
         SceneSampler(environment, verify="maybe")
+
+
+def test_type_tuples_are_in_the_domains_so_holds_ids_equals_holds():
+    """``holds_ids`` skips the domain check of ``holds`` (lines 27-35) because every type's tuple is in the
+    domains; on the same scenes both give the same answers (issue 27)."""
+    from clevr_poc.generation.object_types import TYPE_TUPLES
+
+    domains = [set(domain.DOMAINS[a]) for a in ("color", "shape", "size", "material")] + [set(domain.REGIONS)]
+    assert len(TYPE_TUPLES) == 768 and all(len(t) == 5 and all(v in d for v, d in zip(t, domains))
+                                           for t in TYPE_TUPLES)
+    environment = sample_environment(derive_seed(ENVIRONMENT, 0, 3), env_id=3)
+    rules = SceneRules(environment.constraints, environment.num_objects)
+    gen = np.random.default_rng(3)
+    scenes = gen.integers(0, 768, (400, environment.num_objects)).tolist()
+    sampler = SceneSampler(environment, calibration_proposals=5_000, pool_size=64, burn_in=5)
+    scenes += [sampler.sample_types(random.Random(k)).tolist() for k in range(40)]
+    verdicts = [rules.holds_ids(ids) for ids in scenes]
+    assert verdicts == [rules.holds([TYPE_TUPLES[t] for t in ids]) for ids in scenes]
+    assert any(verdicts) and not all(verdicts)
+    assert not rules.holds_ids(scenes[-1][:-1])               # N - 1 objects
