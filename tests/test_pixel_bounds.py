@@ -304,3 +304,30 @@ def test_covered_pixels_skip_only_corrections_that_change_nothing(monkeypatch):
         monkeypatch.setattr(pixel_bounds, "_EXACT_LIMIT", float(2 ** 40))
         assert fast == slow
     assert len(calls) >= 20
+
+
+def test_projection_on_rows_gives_project_points_floats():
+    """Issue 27, sixth round: the bounds' and the hulls' projections multiply (3, V) rows (``R @ p.T``,
+    ``K @ cam``), :func:`clevr_poc.camera.project_points` (V, 3) ones (``p @ R.T``, ``cam @ K.T``): the same
+    depths and pixel coordinates, bit for bit, on every mesh and every bound point of random layouts; and a point
+    behind the camera gives None."""
+    import numpy as np
+
+    from clevr_poc.camera import project_points
+    from clevr_poc.generation.bound_solids import scene_bound_array
+    from clevr_poc.generation.pixel_bounds import _projected
+    from clevr_poc.rendering.masks import _projected_columns
+
+    compared = 0
+    for scene, rng in random_layouts(5, 3, 10):
+        camera = scene_camera(rng.getrandbits(32))
+        points = scene_bound_array(scene)[0]
+        for world in [points] + [mesh.vertices for mesh in scene_meshes(scene)]:
+            expected = project_points(world, camera)
+            depth, uv = _projected(world, camera)
+            assert np.array_equal(depth, expected[:, 2]) and np.array_equal(uv, expected[:, :2].T)
+            assert np.array_equal(_projected_columns(world, camera), expected[:, :2].T)
+            compared += 1
+        behind = np.vstack([points, camera.position + (camera.position - points.mean(axis=0))])
+        assert _projected(behind, camera) is None and _projected_columns(behind, camera) is None
+    assert compared >= 50
