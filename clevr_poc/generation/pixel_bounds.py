@@ -177,7 +177,9 @@ def stacked_silhouettes(points: np.ndarray, inner_counts: list[int], outer_count
     bounds[1::2] = starts + np.array(inner_counts)
     nears = np.minimum.reduceat(depth, bounds)[1::2].tolist()
     fars = np.maximum.reduceat(depth, bounds)[1::2].tolist()
-    values = np.maximum.reduceat(support_all, bounds, axis=1)[:, 1::2].T                  # (n, K)
+    # the maxima over each object's outer points along the rows of the transposed view (the same maxima; 19 us
+    # against 26 along axis 1 of the (K, V) array: issue 27, sixth round)
+    values = np.maximum.reduceat(support_all.T, bounds, axis=0)[1::2]                     # (n, K)
     extremes = np.empty((n, SILHOUETTE_DIRECTIONS), dtype=np.intp)                          # (n, K)
     for position, (start, size) in enumerate(zip(starts.tolist(), inner_counts)):
         support_all[:, start:start + size].argmax(axis=1, out=extremes[position])
