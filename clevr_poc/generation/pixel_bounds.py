@@ -143,8 +143,10 @@ def _projected(points: np.ndarray, camera) -> tuple[np.ndarray, np.ndarray] | No
     arithmetic; None when a point lies behind the camera (depth <= 0).
 
     The products are taken on ``points.T`` (3, V) rows, ``R @ p.T`` and ``K @ cam.T``: the same three-term dot
-    products (the same floats, tested), without numpy's slow inner loop of 3 over (V, 3) rows (issue 27, sixth
-    round: 12 us against 44 for 2,100 points)."""
+    products (bit for bit with the OpenBLAS here, on all 3,447 recorded layouts; within 1e-9 px wherever, far
+    inside the bounds' 1e-6 px margins, tested), without numpy's slow inner loop of 3 over (V, 3) rows (issue 27,
+    sixth round: 14 us against 36 for 2,100 points). Only the bounds project this way: the exact masks keep
+    :func:`clevr_poc.camera.project_points`."""
     T, K = camera.matrix_arrays                    # camera.rotation, .translation and .K, made once per camera
     cam = T[:3, :3] @ points.T
     cam += T[:3, 3:4]
