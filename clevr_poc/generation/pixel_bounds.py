@@ -227,6 +227,7 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
                 objects.append(k)
                 spans.append((j0, j1))
     if objects:
+        spans = np.array(spans)                          # (n, 2) int64: one array for the helpers' reductions
         first, last, row_start = _inner_intervals([found[k][0] for k in objects], spans, W)
         widths = np.maximum(last - first + 1, 0)
         starts = row_start[:-1]
@@ -256,7 +257,8 @@ def lower_bounds(found: dict, camera, count: int, shown, min_pixels: int | None 
 def _inner_intervals(polygons: list, spans: list, width: int):
     """Pixel columns ``first..last`` (int64, clipped to the image; empty: last < first) strictly inside each
     polygon (:func:`_inner_rows`) in each of its rows ``spans[k]`` = (j0, j1), all polygons' rows
-    concatenated; and where each polygon's rows start in them ((len + 1,) list).
+    concatenated; and where each polygon's rows start in them ((len + 1,) int64; ``spans`` a list of pairs or an
+    (n, 2) array: issue 27, sixth round, one array each instead of lists that every reduction converted again).
 
     Each row is tested against the edges whose v-range, widened by a pixel, holds it (:func:`_row_edges`), with
     :func:`_inner_rows`' float operations: in a convex polygon the other edges' lines lie farther out on that
@@ -271,8 +273,8 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     ax, ay = a[:, 0], a[:, 1]
     bx, by = ax[following], ay[following]
     ex, ey = bx - ax, by - ay
-    span_j0, span_j1 = np.array(spans).T
-    row_start = [0] + (span_j1 - span_j0).cumsum().tolist()
+    span_j0, span_j1 = np.asarray(spans).T
+    row_start = np.concatenate(([0], (span_j1 - span_j0).cumsum()))        # int64 (n + 1,)
     owner = np.arange(len(polygons)).repeat(sizes)                          # (E,) polygon of each edge
     j0 = span_j0[owner]
     j1 = span_j1[owner]
@@ -283,8 +285,8 @@ def _inner_intervals(polygons: list, spans: list, width: int):
     rhs = (_MARGIN * np.hypot(ex, ey))[edge] - ex[edge] * (v - ay[edge]) - (ey * ax)[edge]
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = rhs / coef
-    at = np.asarray(row_start)[owner[edge]] + (row - j0[edge])              # the pair's row among all rows
-    total = row_start[-1]
+    at = row_start[owner[edge]] + (row - j0[edge])                          # the pair's row among all rows
+    total = int(row_start[-1])
     lo = np.full(total, -np.inf)
     hi = np.full(total, np.inf)
     lower, upper = coef > 0, coef < 0
@@ -329,7 +331,7 @@ def _occluder_pairs(found: dict, objects: list, shown: list, support: np.ndarray
     index = np.arange(len(rows))
     r0 = np.minimum.reduceat(np.where(rows, index, big), starts)
     r1 = np.maximum.reduceat(np.where(rows, index, -big), starts)
-    j0 = np.array([span[0] for span in spans])
+    j0 = np.asarray(spans)[:, 0]
     v_lo = (r0 - starts + j0).astype(float)             # = the first kept row's centre - 0.5
     v_hi = (r1 - starts + j0 + 1).astype(float)
     far = np.array([found[k][3] for k in objects])
@@ -376,7 +378,7 @@ def _covered_pixels(support: np.ndarray, pairs: np.ndarray, spans: list, first, 
     row_starts = starts[:-1]
     counts = starts[1:] - row_starts
     rows = counts[position]
-    j0 = np.array([span[0] for span in spans])[position]
+    j0 = np.asarray(spans)[:, 0][position]
     lo, hi, pair_start = _outer_intervals(support[occluder], j0, j0 + rows)
     pair_of = np.arange(len(position)).repeat(rows)
     row_of = np.arange(len(pair_of)) + (row_starts[position] - pair_start)[pair_of]    # among all rows
