@@ -345,9 +345,9 @@ class VisibilityCheck:
 
         Cost: about 25 ms of CPU at 320 x 240 with 5-9 objects, half of it the projected convex hulls
         (``benchmarks/visibility.py``, docs/rendering.md); the decision-only check below about 1 ms on
-        average at 320 x 320 (5 ms for the full check; issue 27, ``benchmarks/visibility.py``), 0.88-0.93 ms
-        on the 3,447 layouts of 2,000 benchmark examples after issue 27's sixth round (x0.95-0.96 of the
-        fifth's, same process; docs/benchmarks.md).
+        average at 320 x 320 (5 ms for the full check; issue 27, ``benchmarks/visibility.py``), 0.74-0.78 ms
+        with one BLAS thread on the 3,447 layouts of 2,000 benchmark examples after issue 27's sixth round
+        (x0.92-0.94 of the fifth's, same process; docs/benchmarks.md).
 
         With ``exact_pixels=False`` (what the dataset generator uses) a cheap lower bound on every
         object's visible pixels (:func:`visible_pixel_bounds`, well under a millisecond) is tried first:
