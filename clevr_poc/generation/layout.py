@@ -43,9 +43,10 @@ from clevr_poc import domain
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.bound_solids import scene_bound_array
 from clevr_poc.generation.pixel_bounds import (  # noqa: F401  (visible_pixel_bounds: part of this module's API)
-    SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, stacked_silhouettes, upper_bounds,
-    vertex_silhouettes, visible_pixel_bounds,
+    SILHOUETTE_DIRECTIONS, boxes_meet, lower_bounds, silhouette_box, stacked_silhouettes, vertex_silhouettes,
+    visible_pixel_bounds,
 )
+from clevr_poc.generation.pixel_upper_bounds import upper_bounds
 # the check's geometry, imported once (issue 27: four imports per check and four per undecided layout cost
 # about 5 microseconds each time; clevr_poc.rendering is imported with this module's package anyway)
 from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
@@ -434,7 +435,9 @@ class VisibilityCheck:
 
         Cost: about 25 ms of CPU at 320 x 240 with 5-9 objects, half of it the projected convex hulls
         (``benchmarks/visibility.py``, docs/rendering.md); the decision-only check below about 1 ms on
-        average at 320 x 320 (5 ms for the full check; issue 27, ``benchmarks/visibility.py``).
+        average at 320 x 320 (5 ms for the full check; issue 27, ``benchmarks/visibility.py``), 0.74-0.78 ms
+        with one BLAS thread on the 3,447 layouts of 2,000 benchmark examples after issue 27's sixth round
+        (x0.92-0.94 of the fifth's, same process; docs/benchmarks.md).
 
         With ``exact_pixels=False`` (what the dataset generator uses) a cheap lower bound on every
         object's visible pixels (:func:`visible_pixel_bounds`, well under a millisecond) is tried first:
@@ -490,7 +493,7 @@ class VisibilityCheck:
 
     def _decide(self, complete: Scene, camera, found, unsure: list[int]) -> VisibilityOutcome:
         """Scope "both", objects ``unsure`` under the lower bound. First their upper bounds
-        (:func:`~clevr_poc.generation.pixel_bounds.upper_bounds`): an object at most ``min_pixels - 1``
+        (:func:`~clevr_poc.generation.pixel_upper_bounds.upper_bounds`): an object at most ``min_pixels - 1``
         shows fails, its reason from its footprint's bounds (the footprint itself when they straddle the
         threshold); no pixel count is given for it (None). The rest are ray-cast: only them and the
         objects whose silhouette's bounding box meets one of theirs. Every object covering a pixel of
