@@ -12,7 +12,8 @@ import random
 
 from clevr_poc.environments.sampler import sample_environment
 from clevr_poc.generation.layout import PlacementError, place_objects
-from clevr_poc.generation.pixel_bounds import lower_bounds, silhouettes, upper_bounds, vertex_silhouettes
+from clevr_poc.generation.pixel_bounds import lower_bounds, silhouettes, vertex_silhouettes
+from clevr_poc.generation.pixel_upper_bounds import upper_bounds
 from clevr_poc.generation.scene_sampler import SceneSampler
 from clevr_poc.rendering.masks import footprint_pixels, instance_index_map
 from clevr_poc.generation.bound_solids import scene_bound_points
@@ -247,7 +248,8 @@ def test_inner_rows_equal_the_broadcast_formula():
 def test_inner_rows_of_several_polygons_equal_one_call_each():
     import numpy as np
 
-    from clevr_poc.generation.pixel_bounds import _inner_rows, _inner_rows_many
+    from clevr_poc.generation.pixel_bounds import _inner_rows
+    from clevr_poc.generation.pixel_upper_bounds import _inner_rows_many
     from clevr_poc.rendering.masks import _convex_hull
 
     rng = np.random.default_rng(28)
@@ -268,7 +270,8 @@ def test_inner_rows_of_several_polygons_equal_one_call_each():
 def test_outer_rows_of_one_support_vector_equal_the_general_function():
     import numpy as np
 
-    from clevr_poc.generation.pixel_bounds import _DIRECTIONS, _outer_rows, _outer_rows_k
+    from clevr_poc.generation.pixel_bounds import _DIRECTIONS, _outer_rows
+    from clevr_poc.generation.pixel_upper_bounds import _outer_rows_k
 
     rng = np.random.default_rng(29)
     for _ in range(300):

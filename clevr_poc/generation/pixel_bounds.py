@@ -497,17 +497,3 @@ def _outer_rows(directions, support, v):
     hi = np.where(~vertical & (c > 0), bound, np.inf).min(axis=-1)
     empty = (vertical & (rhs < 0)).any(axis=-1)
     return np.where(empty, np.inf, lo), np.where(empty, -np.inf, hi)
-
-
-_UPPER = ("_FRONT_MARGIN", "_inner_rows_many", "_outer_rows_k", "upper_bounds")
-
-
-def __getattr__(name: str):
-    """The upper bounds' names, still importable from here: they live in
-    :mod:`clevr_poc.generation.pixel_upper_bounds` (issue 27, sixth round: this module had reached 600 lines),
-    which imports this one (hence looked up on first use, not imported at the top)."""
-    if name in _UPPER:
-        from clevr_poc.generation import pixel_upper_bounds
-
-        return getattr(pixel_upper_bounds, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
