@@ -62,8 +62,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                         help="Ray cluster address (default: start a local Ray instance)")
     parser.add_argument("--chunksize", default="4", metavar="C", help="examples per worker task (default: 4)")
     parser.add_argument("--write-batch", default="32", metavar="B",
-                        help="examples written to disk at once, durably (default: 32; a kill loses at most one "
-                             "batch of finished examples; the files do not depend on it)")
+                        help="examples written to disk at once, durably (default: 32; a kill -9 loses at most one "
+                             "batch of finished examples, three with --workers 2 or more, whose batches are "
+                             "written beside the work; the files do not depend on it)")
     parser.add_argument("--visibility-check", default="both", choices=("both", "partial", "off"),
                         help="check layouts from the render camera: every object of the complete image "
                              "('both', default; implies the partial image), the partial image only ('partial'), "
