@@ -1,0 +1,76 @@
+"""Issue 27's unrolled instantiation (:func:`clevr_poc.generation.instantiation.instantiate`) against the
+recursion it unrolls (:func:`instantiate_generic`): every template on random scenes, the same Instance or
+the same rejection and the same rng state after; and the scene index's table of sufficient masks against
+the patterns it summarises."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from clevr_poc import domain
+from clevr_poc.generation import template_shape
+from clevr_poc.generation.instantiation import TemplateNotApplicable, instantiate, instantiate_generic
+from clevr_poc.generation.scene_index import SceneIndex
+from clevr_poc.generation.template_files import load_templates
+from clevr_poc.generation.template_shape import ASSIGN_RELATE, ASSIGN_SAME, TemplateShape
+from clevr_poc.scene import Scene, SceneObject, compute_relationships
+
+
+def _random_scene(rng: random.Random, n: int) -> Scene:
+    objects = tuple(SceneObject(rng.choice(domain.COLORS[:3]), rng.choice(domain.DOMAINS["shape"][:2]),
+                                rng.choice(domain.DOMAINS["size"]), rng.choice(domain.DOMAINS["material"]),
+                                rng.randrange(4), (rng.uniform(-5, 5), rng.uniform(-5, 5), 0.5)) for _ in range(n))
+    return Scene(objects, compute_relationships([o.coords_3d[:2] for o in objects]))
+
+
+def _outcome(function, template, shape, scene, hidden, seed):
+    rng = random.Random(seed)
+    try:
+        instance = function(template, shape, scene, hidden, rng)
+    except TemplateNotApplicable:
+        return None, rng.getstate()
+    return (instance.objects, list(instance.objects), instance.variables, instance.values, list(instance.values),
+            instance.outputs), rng.getstate()
+
+
+def test_unrolled_instantiation_draws_and_instantiates_as_the_recursion():
+    assert template_shape._INLINE
+    rng = random.Random(3)
+    templates = load_templates()
+    shapes = [TemplateShape(t) for t in templates]
+    assert all(shape.assign_steps is not None for shape in shapes)
+    made = rejected = 0
+    for _ in range(60):
+        scene = _random_scene(rng, rng.choice((3, 5, 8, 9)))
+        hidden = rng.randrange(len(scene))
+        for template, shape in zip(templates, shapes):
+            seed = rng.random()
+            fast = _outcome(instantiate, template, shape, scene, hidden, seed)
+            assert fast == _outcome(instantiate_generic, template, shape, scene, hidden, seed)
+            made += fast[0] is not None
+            rejected += fast[0] is None
+    assert made > 500 and rejected > 100
+
+
+def test_assign_steps_of_one_hop_and_same_relate():
+    by_file = {}
+    for template in load_templates():
+        by_file.setdefault(template.filename, template)
+    assert TemplateShape(by_file["zero_hop.json"]).assign_steps == ()
+    assert TemplateShape(by_file["one_hop.json"]).assign_steps == ((ASSIGN_RELATE, 2, "<R>", 1),)
+    assert TemplateShape(by_file["same_relate.json"]).assign_steps == ((ASSIGN_SAME, 3, "size", 1),)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sufficient_masks_are_those_meeting_every_other_pattern(seed):
+    rng = random.Random(seed)
+    for _ in range(300):
+        scene = _random_scene(rng, rng.randint(1, 9))
+        index = SceneIndex(scene)
+        obj = rng.randrange(len(scene))
+        candidates = frozenset(p for p in range(len(scene)) if p == obj or rng.random() < 0.6)
+        patterns = index.others(obj, candidates)
+        expected = sum(1 << mask for mask in range(16) if all(mask & d for d in patterns))
+        assert index.sufficient(obj, candidates) == expected
