@@ -74,3 +74,41 @@ def test_sufficient_masks_are_those_meeting_every_other_pattern(seed):
         patterns = index.others(obj, candidates)
         expected = sum(1 << mask for mask in range(16) if all(mask & d for d in patterns))
         assert index.sufficient(obj, candidates) == expected
+
+
+def test_question_text_from_the_split_equals_the_substitutions():
+    import dataclasses
+
+    from clevr_poc.generation.question_instance import question_text, question_text_by_substitution
+
+    rng = random.Random(9)
+    templates = load_templates()
+    shapes = [TemplateShape(t) for t in templates]
+    checked = 0
+    while checked < 2000:
+        scene = _random_scene(rng, 9)
+        hidden = rng.randrange(len(scene))
+        for template, shape in zip(templates, shapes):
+            try:
+                instance = instantiate(template, shape, scene, hidden, random.Random(rng.random()))
+            except TemplateNotApplicable:
+                continue
+            slots = [p.name for p in template.params]
+            # the template's own texts, and texts whose optional words touch or straddle slots
+            odd = tuple(rng.choice(["[a ", "]", "<", ">", " a ", "[an] ", "x", "[", *slots, " ?"])
+                        for _ in range(rng.randint(0, 12)) for _ in range(1))
+            for texts in (template.text, ("".join(odd),) if "".join(odd) else template.text):
+                variant = dataclasses.replace(template, text=texts)
+                instance.template = variant
+                seed = rng.random()
+                a, b = random.Random(seed), random.Random(seed)
+                try:
+                    expected = question_text_by_substitution(instance, a)
+                except KeyError:  # a slot that is not a parameter: the same error
+                    with pytest.raises(KeyError):
+                        question_text(instance, b)
+                    continue
+                assert question_text(instance, b) == expected
+                assert a.getstate() == b.getstate()
+                checked += 1
+            instance.template = template
