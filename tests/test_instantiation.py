@@ -112,3 +112,59 @@ def test_question_text_from_the_split_equals_the_substitutions():
                 assert a.getstate() == b.getstate()
                 checked += 1
             instance.template = template
+
+
+def _partial_world_by_pairs(partial, candidates):
+    """The pair-by-pair reading that ``partial_world``'s set operations replace (issue 27)."""
+    from clevr_poc.reasoning.candidate_answers import LOOK_BIT
+
+    objects = partial.objects
+    n = len(objects)
+    looks = tuple((o.color, o.shape, o.size, o.material, o.region) for o in objects)
+    rows = partial.relationships
+    true = {rel: [set() for _ in range(n)] for rel in domain.RELATIONS}
+    for rel in domain.RELATIONS:
+        for i, row in enumerate(rows[rel]):
+            for j in row:
+                if not 0 <= j < n or j == i:
+                    return None
+                true[rel][i].add(j)
+    for derived, source in (("right", "left"), ("front", "behind")):
+        for i in range(n):
+            for j in true[source][i]:
+                true[derived][j].add(i)
+    for first, second in (("left", "right"), ("front", "behind")):
+        for i in range(n):
+            for j in range(i + 1, n):
+                if (j in true[first][i]) == (j in true[second][i]):
+                    return None
+    for rel in domain.RELATIONS:
+        for i in range(n):
+            for j in true[rel][i]:
+                if (looks[i][4], looks[j][4]) not in domain.REGION_ADJACENCY[rel]:
+                    return None
+    return n, looks, {rel: tuple(map(frozenset, true[rel])) for rel in domain.RELATIONS}, \
+        sum(LOOK_BIT[look] for look in set(candidates))
+
+
+def test_partial_world_reads_relations_as_pair_by_pair():
+    from clevr_poc.generation.object_types import TYPE_TUPLES
+    from clevr_poc.reasoning.candidate_answers import partial_world
+
+    rng = random.Random(11)
+    outcomes = set()
+    for trial in range(3000):
+        scene = _random_scene(rng, rng.randint(1, 8))
+        n = len(scene)
+        relationships = {rel: [list(row) for row in rows] for rel, rows in scene.relationships.items()}
+        for _ in range(rng.choice((0, 0, 1, 2))):  # break the scene now and then: a pair, a range, a tie
+            rel, i = rng.choice(domain.RELATIONS), rng.randrange(n)
+            relationships[rel][i].append(rng.choice((i, -1, n, rng.randrange(n))))
+        scene = Scene(scene.objects, relationships)
+        candidates = frozenset(rng.sample(TYPE_TUPLES, 20))
+        world = partial_world(scene, candidates)
+        expected = _partial_world_by_pairs(scene, candidates)
+        got = None if world is None else (world.hidden, world.looks, world.relations, world.full)
+        assert got == expected
+        outcomes.add(got is None)
+    assert outcomes == {True, False}

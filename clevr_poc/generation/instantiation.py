@@ -155,6 +155,7 @@ def instantiate(template: QuestionTemplate, shape: TemplateShape, scene: Scene, 
     outputs = instance.outputs
     related = index.related
     descriptions = shape.descriptions
+    masks = index.sufficient_masks
     for i, code, a, b in shape.forward:
         if code == OBJECT:
             candidates = related(chosen[a], outputs[b]) if a is not None else outputs[b]
@@ -178,7 +179,9 @@ def instantiate(template: QuestionTemplate, shape: TemplateShape, scene: Scene, 
             while k >= n:
                 k = getrandbits(bits)
             # grow the first k attributes until they single obj out among the candidates
-            sufficient = index.sufficient(obj, candidates)
+            sufficient = masks.get((obj, candidates))
+            if sufficient is None:
+                sufficient = index.sufficient(obj, candidates)
             mask = 0
             for attribute in order[:k]:
                 mask |= _BIT[attribute]

@@ -26,7 +26,7 @@ class SceneIndex:
     """
 
     __slots__ = ("scene", "everything", "values", "_holders", "_related", "_differences", "_groups", "_others",
-                 "_positions", "_same", "_sufficient")
+                 "_positions", "_same", "sufficient_masks")
 
     def __init__(self, scene: Scene) -> None:
         objects = scene.objects
@@ -40,7 +40,8 @@ class SceneIndex:
         self._others: dict[tuple[int, frozenset[int]], tuple[int, ...]] = {}
         self._positions: dict[str, dict[str, list[int]]] = {}
         self._same: dict[tuple[str, int], frozenset[int]] = {}
-        self._sufficient: dict[tuple[int, frozenset[int]], int] = {}
+        #: (obj, candidates) -> :meth:`sufficient` of them, for those asked already
+        self.sufficient_masks: dict[tuple[int, frozenset[int]], int] = {}
 
     def holders(self, obj: int) -> dict[str, list[int]]:
         """rel -> every p, ascending, with ``obj in scene.relationships[rel][p]`` ("obj is rel of p"), for
@@ -69,7 +70,7 @@ class SceneIndex:
             # objects per attribute instead of all of them)
             groups = self._groups
             if groups is None:
-                groups = self._groups = [(bit, self.values[attribute], _positions(self.values[attribute]))
+                groups = self._groups = [(bit, self.values[attribute], self.positions(attribute))
                                          for attribute, bit in ATTRIBUTE_BIT.items()]
             row = [_ALL_BITS] * len(self.everything)
             for bit, column, positions in groups:
@@ -117,14 +118,14 @@ class SceneIndex:
         :meth:`differences` (as :meth:`others`' patterns). One look-up per grown description instead of a
         pass over the patterns (issue 27); per candidate one AND of :data:`_HITS`."""
         key = (obj, candidates)
-        found = self._sufficient.get(key)
+        found = self.sufficient_masks.get(key)
         if found is None:
             row = self.differences(obj)
             found = _HITS[0] if obj not in candidates else _EVERY_MASK
             for p in candidates:
                 if p != obj:
                     found &= _HITS[row[p]]
-            self._sufficient[key] = found
+            self.sufficient_masks[key] = found
         return found
 
 

@@ -84,6 +84,23 @@ for _table in (domain.RIGHT_R, domain.FRONT_R):  # every region pair is ordered 
     assert all((a, b) in _table or (b, a) in _table for a in domain.REGIONS for b in domain.REGIONS)
 
 
+#: ``_ADJACENT[rel][a]``: the regions b with ``(a, b)`` in ``REGION_ADJACENCY[rel]``.
+_ADJACENT: dict[str, dict[int, frozenset[int]]] = {
+    rel: {a: frozenset(b for x, b in pairs if x == a) for a, _ in pairs}
+    for rel, pairs in domain.REGION_ADJACENCY.items()}
+
+
+class _Later(dict):
+    """``_LATER[n][i]``: ``frozenset(range(i + 1, n))``, made when first asked for."""
+
+    def __missing__(self, n: int) -> tuple[frozenset[int], ...]:
+        value = self[n] = tuple(frozenset(range(i + 1, n)) for i in range(n))
+        return value
+
+
+_LATER = _Later()
+
+
 @dataclass(frozen=True)
 class PartialWorld:
     """A partial scene and its hidden object's candidates, prepared for :func:`candidate_answer`
@@ -116,33 +133,63 @@ def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | 
     rows = partial.relationships
     if set(rows) != set(domain.RELATIONS) or any(len(rows[rel]) != n for rel in domain.RELATIONS):
         return None
-    true = {rel: [set() for _ in range(n)] for rel in domain.RELATIONS}
+    # issue 27: a set per row, the pairs of each axis tested by set operations, adjacency looked up per
+    # (relation, region): the same verdicts as testing every pair in turn
+    true = {}
     for rel in domain.RELATIONS:
+        sets = true[rel] = []
         for i, row in enumerate(rows[rel]):
-            for j in row:
-                if not 0 <= j < n or j == i:
-                    return None
-                true[rel][i].add(j)
+            members = set(row)
+            if members and (i in members or min(members) < 0 or max(members) >= n):
+                return None
+            sets.append(members)
     for derived, source in (("right", "left"), ("front", "behind")):  # right(X,Y) :- left(Y,X)
-        for i in range(n):
-            for j in true[source][i]:
-                true[derived][j].add(i)
+        targets = true[derived]
+        for i, members in enumerate(true[source]):
+            for j in members:
+                targets[j].add(i)
     for first, second in (("left", "right"), ("front", "behind")):
-        for i in range(n):
-            for j in range(i + 1, n):
-                if (j in true[first][i]) == (j in true[second][i]):
-                    return None  # no atom (a tie: a free choice) or both (no answer set)
+        for i, (a, b) in enumerate(zip(true[first], true[second])):
+            if not _LATER[n][i] <= (a ^ b):
+                return None  # a later j in neither (a tie: a free choice) or in both (no answer set)
+    regions = [look[4] for look in looks]
     for rel in domain.RELATIONS:
-        table = domain.REGION_ADJACENCY[rel]
-        for i in range(n):
-            for j in true[rel][i]:
-                if (looks[i][4], looks[j][4]) not in table:
+        reachable = _ADJACENT[rel]
+        for i, members in enumerate(true[rel]):
+            allowed = reachable.get(regions[i], ())
+            for j in members:
+                if regions[j] not in allowed:
                     return None
-    try:
-        full = sum(map(LOOK_BIT.__getitem__, set(candidates)))
-    except KeyError:
+    full = _look_bits(candidates)
+    if full is None:
         return None  # a look outside the domains
     return PartialWorld(n, looks, {rel: tuple(map(frozenset, true[rel])) for rel in domain.RELATIONS}, full)
+
+
+def _look_bits(candidates: Iterable[Look]) -> int | None:
+    """The set of :data:`LOOKS` ``candidates`` holds (None: a look outside the domains); for a frozenset
+    the question generator has made, its :func:`~clevr_poc.generation.candidate_objects.candidate_bits`
+    (kept from when it was made: issue 27), which number the looks alike (checked once)."""
+    global _LOOKS_ARE_TYPES
+    if type(candidates) is frozenset:
+        if _LOOKS_ARE_TYPES is None:
+            from clevr_poc.generation.object_types import TYPE_TUPLES
+
+            _LOOKS_ARE_TYPES = tuple(TYPE_TUPLES) == LOOKS
+        if _LOOKS_ARE_TYPES:
+            from clevr_poc.generation.candidate_objects import candidate_bits
+
+            bits = candidate_bits(candidates)
+            if bits is not None:
+                return bits
+    try:
+        return sum(map(LOOK_BIT.__getitem__, set(candidates)))
+    except KeyError:
+        return None
+
+
+#: Whether :data:`LOOKS` is :data:`~clevr_poc.generation.object_types.TYPE_TUPLES` (None: not checked yet).
+_LOOKS_ARE_TYPES: bool | None = None
 
 
 def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str] | None:
