@@ -166,15 +166,12 @@ def instantiate(template: QuestionTemplate, shape: TemplateShape, scene: Scene, 
             # shuffled_cut(rng, allowed), inline: rng.shuffle(order), then k = rng.randint(0, len(order))
             order = list(allowed)
             size = len(order)
-            for t in range(size - 1, 0, -1):
-                n = t + 1
-                bits = n.bit_length()
-                j = getrandbits(bits)
-                while j >= n:
-                    j = getrandbits(bits)
+            swaps, n, bits = _DRAWS[size] if size < 8 else _draws(size)
+            for t, below, width in swaps:
+                j = getrandbits(width)
+                while j >= below:
+                    j = getrandbits(width)
                 order[t], order[j] = order[j], order[t]
-            n = size + 1
-            bits = n.bit_length()
             k = getrandbits(bits)
             while k >= n:
                 k = getrandbits(bits)
@@ -210,6 +207,17 @@ def instantiate(template: QuestionTemplate, shape: TemplateShape, scene: Scene, 
 
 _RELATIONS = domain.RELATIONS
 _BIT = ATTRIBUTE_BIT
+
+
+def _draws(size: int) -> tuple[tuple[tuple[int, int, int], ...], int, int]:
+    """What shuffling ``size`` attributes then drawing ``randint(0, size)`` draws: per swap (position t,
+    the bound t + 1, its bit length), then the bound size + 1 and its bit length."""
+    return (tuple((t, t + 1, (t + 1).bit_length()) for t in range(size - 1, 0, -1)), size + 1,
+            (size + 1).bit_length())
+
+
+#: :func:`_draws` of 0..7 attributes.
+_DRAWS = tuple(_draws(size) for size in range(8))
 
 
 def instantiate_generic(template: QuestionTemplate, shape: TemplateShape, scene: Scene, hidden_index: int,
