@@ -306,6 +306,19 @@ def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: 
     """
     plan = _values_plan(instance.template)
     values, objects = instance.values, instance.objects
+    bits = candidate_bits(candidates) if type(candidates) is frozenset else None
+    if bits is not None and not plan.same:
+        # (issue 27) without same_<attribute> references, straight to the bit sets: x0.8-0.9 CPU time
+        tables = field_bits()
+        pool = bits & _all_region_bits(tables)
+        for field_, slot in plan.fields:
+            value = values.get(slot)
+            if value:
+                pool &= tables[field_].get(value, 0)
+        reference_objects = scene.objects
+        for relation_slot, _, node in plan.steps:
+            pool &= _reachable_bits((values[relation_slot], reference_objects[objects[node]].region), tables)
+        return frozenset({value for value, of_value in tables[plan.field].items() if pool & of_value})
     description = {a: values[slot] for a, slot in plan.slots if values.get(slot)}
     references: list[tuple[str, int]] = []  # (relation, the reference's region) of each R(ref,X)
     same: dict[str, str] = {}
@@ -317,7 +330,6 @@ def possible_values(instance: Instance, candidates: Iterable[Candidate], scene: 
             same[attribute] = ref.attribute(attribute)
     wanted = {CANDIDATE_FIELD[a]: v for a, v in {**description, **same}.items()}
     p = plan.field
-    bits = candidate_bits(candidates) if type(candidates) is frozenset else None
     if bits is not None:
         # the candidates as a set of object types (a Python int), each (field, value) and each
         # (relation, reference region) a fixed set; each type has one region, so ANDing the sets of
@@ -382,6 +394,11 @@ class _ValuesPlan:
     steps: tuple[tuple[str | None, str | None, int], ...]
     field: int
 
+    #: ``slots`` with each attribute's :data:`CANDIDATE_FIELD`
+    fields: tuple[tuple[int, str], ...] = ()
+    #: whether a step is a ``same_<attribute>`` reference
+    same: bool = False
+
 
 def _values_plan(template: QuestionTemplate) -> _ValuesPlan:
     """The :class:`_ValuesPlan` of ``template`` (made once per template object)."""
@@ -406,8 +423,10 @@ def _values_plan(template: QuestionTemplate) -> _ValuesPlan:
         steps.append((node.side_inputs[0], None, node.inputs[0]))
     else:
         visit(node.inputs[0])
-    plan = _ValuesPlan(tuple(zip(DESCRIPTION_ORDER, node.side_inputs[-4:])), tuple(steps),
-                       CANDIDATE_FIELD[template.query_attribute])
+    slots = tuple(zip(DESCRIPTION_ORDER, node.side_inputs[-4:]))
+    plan = _ValuesPlan(slots, tuple(steps), CANDIDATE_FIELD[template.query_attribute],
+                       tuple((CANDIDATE_FIELD[a], slot) for a, slot in slots),
+                       any(relation_slot is None for relation_slot, _, _ in steps))
     if len(_VALUES_PLANS) >= 4096:
         _VALUES_PLANS.clear()
     _VALUES_PLANS[id(template)] = (template, plan)
