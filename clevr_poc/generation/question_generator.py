@@ -48,12 +48,15 @@ all of the hidden object's other attributes and its region fill the domain, no t
 **The Python around the Reasoner (issue 27, question path).** ``prepare`` makes the partial scene only
 for questions that are not hopeless and tests hopelessness by look-ups; the official query is filled
 into a plan made once per (template, variables) (:func:`~clevr_poc.generation.question_instance.official_asp_query`);
-the intended answer is a few integer ANDs over object-type bit sets; instantiation reads decoded
-template shapes (:mod:`clevr_poc.generation.template_shape`) and per-(object, candidates) difference
-patterns (:meth:`SceneIndex.others <clevr_poc.generation.scene_index.SceneIndex.others>`). The same
-draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.77-0.82 of main's
-CPU time (three runs of 8-10 alternating rounds over the recorded calls of 1,000 benchmark examples,
-load 4-6; docs/benchmarks.md).
+the intended answer is a few integer ANDs over object-type bit sets; instantiation
+(:mod:`clevr_poc.generation.instantiation`) runs a template's reference choices unrolled once per
+template (:mod:`clevr_poc.generation.template_shape`) and grows descriptions on per-(object,
+candidates) tables of the attribute masks that single an object out
+(:meth:`SceneIndex.sufficient <clevr_poc.generation.scene_index.SceneIndex.sufficient>`). The same
+draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.77-0.82 of the
+previous code's CPU time (issue 27's first pass), then ``ask`` without ``Control.solve`` 0.72-0.73
+and ``prepare`` + ``ask`` 0.80-0.82 of that (third pass: whole benchmark examples, 8 alternated
+rounds of 600 in one process, load 2.4-3.3; docs/benchmarks.md).
 
 **Two halves.** ``generate`` is :meth:`QuestionGenerator.prepare` (checks, candidates, the hopeless
 test: no reasoner call) then :meth:`QuestionGenerator.ask` (the tries). The example generator checks a
