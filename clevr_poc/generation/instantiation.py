@@ -104,8 +104,9 @@ def instantiate(template: QuestionTemplate, shape: TemplateShape, scene: Scene, 
     ``shuffle`` / ``randint`` is the same ``getrandbits`` calls written inline, a ``same_`` reference is
     looked up among the objects of that value, and a description is grown on a table of the attribute
     masks that single its object out (:meth:`SceneIndex.sufficient`): the same draws and the same
-    Instance as :func:`instantiate_generic` (tests compare both), 0.62-0.66 of its CPU time over the
-    10,643 recorded calls of 1,000 benchmark examples (GC off, min of 5 alternated rounds, load 3-5).
+    Instance as :func:`instantiate_generic` (tests compare both): x0.66 of its CPU time over the 6,135
+    recorded calls of 600 benchmark examples, x0.69 of main's ``instantiate`` over the 10,643 of 1,000
+    (GC off, min of 5 alternated rounds, load 3-4).
 
     Raises:
         TemplateNotApplicable: no reference object / no unique description / an ``OUT_NEQ`` constraint fails.
