@@ -149,6 +149,7 @@ def _partial_world_by_pairs(partial, candidates):
 
 def test_partial_world_reads_relations_as_pair_by_pair():
     from clevr_poc.generation.object_types import TYPE_TUPLES
+    from clevr_poc.generation.question_generator import _partial_world
     from clevr_poc.reasoning.candidate_answers import partial_world
 
     rng = random.Random(11)
@@ -166,5 +167,6 @@ def test_partial_world_reads_relations_as_pair_by_pair():
         expected = _partial_world_by_pairs(scene, candidates)
         got = None if world is None else (world.hidden, world.looks, world.relations, world.full)
         assert got == expected
+        assert _partial_world(scene, candidates) == world  # with the candidates' kept bits
         outcomes.add(got is None)
     assert outcomes == {True, False}

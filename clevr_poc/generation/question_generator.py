@@ -81,7 +81,7 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.answer_balancer import AnswerBalancer
 from clevr_poc.generation.candidate_objects import (
-    CANDIDATE_FIELD, Candidate, candidates_of_visible, hidden_candidates,
+    CANDIDATE_FIELD, Candidate, candidate_bits, candidates_of_visible, hidden_candidates,
 )
 from clevr_poc.generation.instantiation import (  # noqa: F401 (_matches, _other_matches, _describe_indexed: tests)
     TemplateNotApplicable, _describe_indexed, _matches, _other_matches, describe, instantiate,
@@ -133,10 +133,24 @@ class InconsistentSceneError(ClevrPocError):
 
 def _partial_world(partial: Scene, candidates: frozenset[Candidate]):
     """:func:`~clevr_poc.reasoning.candidate_answers.partial_world` (imported on first use, as the
-    Reasoner is)."""
-    from clevr_poc.reasoning.candidate_answers import partial_world
+    Reasoner is), given the candidates' :func:`candidate_bits` where they number the looks alike
+    (issue 27: kept since :func:`candidates_of_visible` made them)."""
+    global _LOOKS_ARE_TYPES
+    from clevr_poc.reasoning.candidate_answers import LOOKS, partial_world
 
-    return partial_world(partial, candidates)
+    bits = None
+    if type(candidates) is frozenset:
+        if _LOOKS_ARE_TYPES is None:
+            from clevr_poc.generation.object_types import TYPE_TUPLES
+
+            _LOOKS_ARE_TYPES = tuple(TYPE_TUPLES) == LOOKS
+        if _LOOKS_ARE_TYPES:
+            bits = candidate_bits(candidates)
+    return partial_world(partial, candidates, look_bits=bits)
+
+
+#: Whether candidate_answers' LOOKS are the object types in type-id order (None: not checked yet).
+_LOOKS_ARE_TYPES: bool | None = None
 
 
 def _python_verdict(world, query, hidden_value: str) -> frozenset[str] | None:

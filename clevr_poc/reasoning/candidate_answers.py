@@ -119,12 +119,14 @@ class PartialWorld:
     full: int
 
 
-def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | None:
+def partial_world(partial: Scene, candidates: Iterable[Look], *, look_bits: int | None = None) -> PartialWorld | None:
     """:class:`PartialWorld` of ``partial`` (the visible objects ``0..N-2``) and the hidden object's
     ``candidates``; None when the visible relations are outside the reading of the module docstring
     (a pair ordered by no atom or by both on one axis, a relation against region adjacency, rows that
     do not match the objects, a value or region outside the domains). The hidden object's id is
-    ``len(partial)``: the caller's environment has ``N = len(partial) + 1`` objects."""
+    ``len(partial)``: the caller's environment has ``N = len(partial) + 1`` objects. ``look_bits``: the
+    candidates as a set of :data:`LOOKS` (:attr:`PartialWorld.full`) when the caller has it already (the
+    question generator keeps it: issue 27); it must be that set."""
     objects = partial.objects
     n = len(objects)
     looks = tuple((o.color, o.shape, o.size, o.material, o.region) for o in objects)
@@ -160,36 +162,13 @@ def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | 
             for j in members:
                 if regions[j] not in allowed:
                     return None
-    full = _look_bits(candidates)
+    full = look_bits
     if full is None:
-        return None  # a look outside the domains
+        try:
+            full = sum(map(LOOK_BIT.__getitem__, set(candidates)))
+        except KeyError:
+            return None  # a look outside the domains
     return PartialWorld(n, looks, {rel: tuple(map(frozenset, true[rel])) for rel in domain.RELATIONS}, full)
-
-
-def _look_bits(candidates: Iterable[Look]) -> int | None:
-    """The set of :data:`LOOKS` ``candidates`` holds (None: a look outside the domains); for a frozenset
-    the question generator has made, its :func:`~clevr_poc.generation.candidate_objects.candidate_bits`
-    (kept from when it was made: issue 27), which number the looks alike (checked once)."""
-    global _LOOKS_ARE_TYPES
-    if type(candidates) is frozenset:
-        if _LOOKS_ARE_TYPES is None:
-            from clevr_poc.generation.object_types import TYPE_TUPLES
-
-            _LOOKS_ARE_TYPES = tuple(TYPE_TUPLES) == LOOKS
-        if _LOOKS_ARE_TYPES:
-            from clevr_poc.generation.candidate_objects import candidate_bits
-
-            bits = candidate_bits(candidates)
-            if bits is not None:
-                return bits
-    try:
-        return sum(map(LOOK_BIT.__getitem__, set(candidates)))
-    except KeyError:
-        return None
-
-
-#: Whether :data:`LOOKS` is :data:`~clevr_poc.generation.object_types.TYPE_TUPLES` (None: not checked yet).
-_LOOKS_ARE_TYPES: bool | None = None
 
 
 def candidate_answer(world: PartialWorld, query: CompiledQuery) -> frozenset[str] | None:
