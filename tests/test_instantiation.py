@@ -170,3 +170,30 @@ def test_partial_world_reads_relations_as_pair_by_pair():
         assert _partial_world(scene, candidates) == world  # with the candidates' kept bits
         outcomes.add(got is None)
     assert outcomes == {True, False}
+
+
+def test_official_plans_check_two_bodies_and_serve_every_pattern():
+    """Every template's plan finds one check for all its patterns of present descriptions, and each
+    query it serves so is the query the rewrite checks on its own (issue 27)."""
+    from clevr_poc.generation.question_instance import _PLANS, official_asp_query, rewritten_asp_query
+
+    rng = random.Random(12)
+    templates = load_templates()
+    shapes = [TemplateShape(t) for t in templates]
+    served = 0
+    for _ in range(40):
+        scene = _random_scene(rng, 9)
+        hidden = rng.randrange(len(scene))
+        for template, shape in zip(templates, shapes):
+            try:
+                instance = instantiate(template, shape, scene, hidden, random.Random(rng.random()))
+            except TemplateNotApplicable:
+                continue
+            fast, slow = official_asp_query(instance), rewritten_asp_query(instance)
+            assert fast == slow and fast.text == slow.text
+            assert (fast.variables, fast.object_variables, fast.attribute) == \
+                (slow.variables, slow.object_variables, slow.attribute)
+            served += 1
+    plans = [entry[1] for entry in _PLANS.values() if entry[1] is not None]
+    assert served > 300 and plans
+    assert all(plan._uniform not in (None, False) for plan in plans)

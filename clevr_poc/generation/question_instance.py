@@ -112,10 +112,11 @@ class _OfficialPlan:
     The check of a filled body (:class:`SanitizedQuery`, literal by literal) finds the same for any values
     of the domains (:func:`_domain_literals_uniform`): it depends only on which descriptions are present,
     so :meth:`query` checks the first body of each such pattern and keeps what the check found
-    (:attr:`analyses`, issue 27).
+    (:attr:`analyses`, issue 27), or, where :meth:`_uniform_analysis` shows every pattern finds the
+    same, checks two bodies once per plan.
     """
 
-    __slots__ = ("answer", "descriptions", "links", "analyses", "_filled", "_link_texts")
+    __slots__ = ("answer", "descriptions", "links", "analyses", "_filled", "_link_texts", "_uniform")
 
     def __init__(self, answer: Atom, descriptions: tuple[tuple[Variable, Constant, str], ...],
                  links: tuple[Literal | tuple[str, tuple[Term, Term]], ...]) -> None:
@@ -127,6 +128,8 @@ class _OfficialPlan:
         self._filled: dict[tuple[int, str], tuple[Literal, str]] = {}
         #: the text of each fixed link (None for a relation slot)
         self._link_texts = tuple(None if type(link) is tuple else str(link) for link in links)
+        #: the check's finding for every pattern (:meth:`_uniform_analysis`); None: not known yet
+        self._uniform: Any = None
 
     @classmethod
     def of(cls, instance: Instance) -> "_OfficialPlan | None":
@@ -195,6 +198,11 @@ class _OfficialPlan:
             return None
         body, present, text = filled
         analysis = self.analyses.get(present)
+        if analysis is None:
+            if self._uniform is None:
+                self._uniform = self._uniform_analysis(values)
+            if self._uniform is not False:
+                analysis = self.analyses[present] = self._uniform
         if analysis is not None:
             query = SanitizedQuery.checked(_ANSWER, body, analysis)
         else:
@@ -203,6 +211,32 @@ class _OfficialPlan:
                 self.analyses[present] = query.__dict__["_analysis"]
         query.__dict__["text"] = text  # SanitizedQuery.text of this head and body
         return query
+
+    def _uniform_analysis(self, values: Mapping[str, str]) -> Any:
+        """The check's finding for every pattern of present descriptions, or False.
+
+        Issue 27: a description ``hasProperty(V,<attribute>,<value>)`` adds only V to what the check
+        collects (:func:`_domain_literals_uniform`: whatever the value, never the answer). So when the
+        body with every description (the longest) and the body with none pass the check and find the
+        same, every description's V is already in the latter's findings, and each body in between
+        passes and finds the same (the check is a union over literals, then bounds on it, and no
+        variable becomes unsafe by adding atoms). Checked here on those two bodies, with each
+        attribute's first domain value and this instance's relations: one check per plan instead of
+        one per pattern (1,091 of 1,762 queries of 1,000 benchmark examples met a new pattern: 67 ->
+        36 us per query in place)."""
+        if not _domain_literals_uniform():
+            return False
+        full = dict(values)
+        empty = dict(values)
+        for _, attribute, slot in self.descriptions:
+            full[slot] = domain.DOMAINS[attribute][0]
+            empty[slot] = ""
+        try:
+            found = [SanitizedQuery(_ANSWER, filled[0]).__dict__["_analysis"]
+                     for filled in (self._fill(full), self._fill(empty))]
+        except Exception:  # either body fails the check: each pattern is checked on its own
+            return False
+        return found[0] if found[0] == found[1] else False
 
     def _fill(self, values: Mapping[str, str]) -> tuple[tuple[Literal, ...], int, str] | None:
         """:meth:`fill`'s body, the descriptions present in it (bit k: ``descriptions[k]``) and
