@@ -54,9 +54,9 @@ template (:mod:`clevr_poc.generation.template_shape`) and grows descriptions on 
 candidates) tables of the attribute masks that single an object out
 (:meth:`SceneIndex.sufficient <clevr_poc.generation.scene_index.SceneIndex.sufficient>`). The same
 draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.77-0.82 of the
-previous code's CPU time (issue 27's first pass), then ``ask`` without ``Control.solve`` 0.72-0.73
-and ``prepare`` + ``ask`` 0.80-0.82 of that (third pass: whole benchmark examples, 8 alternated
-rounds of 600 in one process, load 2.4-3.3; docs/benchmarks.md).
+previous code's CPU time (issue 27's first pass), then ``ask`` without ``Control.solve`` 0.67
+and ``prepare`` + ``ask`` 0.76 of that (third pass: whole benchmark examples, 8 alternated rounds of
+600 in one process, per-round medians 0.65 and 0.74, load 0.1-1.1; docs/benchmarks.md).
 
 **Two halves.** ``generate`` is :meth:`QuestionGenerator.prepare` (checks, candidates, the hopeless
 test: no reasoner call) then :meth:`QuestionGenerator.ask` (the tries). The example generator checks a
