@@ -54,7 +54,19 @@ def candidates_of_visible(environment: Environment, visible: Sequence[SceneObjec
 
     others = np.fromiter(map(type_id, visible), dtype=np.int64, count=len(visible))
     ok = check.object_replacements_row(others, allowed)  # one scene (issue 27: about 35% less time)
-    return frozenset(map(TYPE_TUPLES.__getitem__, allowed[ok].tolist()))
+    ids = allowed[ok]
+    candidates = frozenset(map(TYPE_TUPLES.__getitem__, ids.tolist()))
+    # their candidate_bits, from the ids at hand (issue 27: about 2 us instead of 20-25 for 300 ids)
+    present = np.zeros(len(TYPE_TUPLES), dtype=np.bool_)
+    present[ids] = True
+    _remember_bits(candidates, int.from_bytes(np.packbits(present, bitorder="little").tobytes(), "little"))
+    return candidates
+
+
+def _remember_bits(candidates: frozenset[Candidate], bits: int) -> None:
+    """Keep ``bits`` as :func:`candidate_bits` of ``candidates`` (which they must be)."""
+    global _LAST_BITS
+    _LAST_BITS = (candidates, bits)
 
 
 def candidate_bits(candidates: frozenset[Candidate]) -> int | None:

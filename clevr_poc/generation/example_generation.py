@@ -132,7 +132,12 @@ def cached_scene_sampler(environment: Environment, state=None):
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False) + "\n"
+    """``json.dumps(data, ensure_ascii=False) + "\\n"``, by one encoder of those settings made once
+    (``json.dumps`` makes a new one per call unless every setting is the default; the same text)."""
+    return _ENCODER.encode(data) + "\n"
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def generate_example(task: ExampleTask) -> GeneratedExample:

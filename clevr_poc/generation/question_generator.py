@@ -48,12 +48,15 @@ all of the hidden object's other attributes and its region fill the domain, no t
 **The Python around the Reasoner (issue 27, question path).** ``prepare`` makes the partial scene only
 for questions that are not hopeless and tests hopelessness by look-ups; the official query is filled
 into a plan made once per (template, variables) (:func:`~clevr_poc.generation.question_instance.official_asp_query`);
-the intended answer is a few integer ANDs over object-type bit sets; instantiation reads decoded
-template shapes (:mod:`clevr_poc.generation.template_shape`) and per-(object, candidates) difference
-patterns (:meth:`SceneIndex.others <clevr_poc.generation.scene_index.SceneIndex.others>`). The same
-draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.77-0.82 of main's
-CPU time (three runs of 8-10 alternating rounds over the recorded calls of 1,000 benchmark examples,
-load 4-6; docs/benchmarks.md).
+the intended answer is a few integer ANDs over object-type bit sets; instantiation
+(:mod:`clevr_poc.generation.instantiation`) runs a template's reference choices unrolled once per
+template (:mod:`clevr_poc.generation.template_shape`) and grows descriptions on per-(object,
+candidates) tables of the attribute masks that single an object out
+(:meth:`SceneIndex.sufficient <clevr_poc.generation.scene_index.SceneIndex.sufficient>`). The same
+draws, Questions and files; ``prepare`` + ``ask`` without clingo's solves take 0.77-0.82 of the
+previous code's CPU time (issue 27's first pass), then ``ask`` without ``Control.solve`` 0.67
+and ``prepare`` + ``ask`` 0.76 of that (third pass: whole benchmark examples, 8 alternated rounds of
+600 in one process, per-round medians 0.65 and 0.74, load 0.1-1.1; docs/benchmarks.md).
 
 **Two halves.** ``generate`` is :meth:`QuestionGenerator.prepare` (checks, candidates, the hopeless
 test: no reasoner call) then :meth:`QuestionGenerator.ask` (the tries). The example generator checks a
@@ -71,7 +74,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 from clevr_poc import domain
@@ -79,20 +81,19 @@ from clevr_poc.environments.environment import Environment
 from clevr_poc.errors import ClevrPocError, FormatError
 from clevr_poc.generation.answer_balancer import AnswerBalancer
 from clevr_poc.generation.candidate_objects import (
-    CANDIDATE_FIELD, Candidate, candidates_of_visible, hidden_candidates,
+    CANDIDATE_FIELD, Candidate, candidate_bits, candidates_of_visible, hidden_candidates,
 )
-from clevr_poc.generation.scene_index import ATTRIBUTE_BIT, SceneIndex, scene_index
+from clevr_poc.generation.instantiation import (  # noqa: F401 (_matches, _other_matches, _describe_indexed: tests)
+    TemplateNotApplicable, _describe_indexed, _matches, _other_matches, describe, instantiate,
+)
 from clevr_poc.generation.question_instance import (
     VARIABLES, Instance, asp_query, functional_program, intended_query, official_asp_query, possible_values,
     question_text,
 )
 from clevr_poc.generation.template_files import QuestionTemplate, TemplateNode, load_templates
-from clevr_poc.generation.template_shape import (
-    INTERSECT, OBJECT, RELATE, SAME, SCENE, TemplateShape as _TemplateShape, choose, node_distance,
-    same_attribute as _same_attribute, shuffled_cut,
-)
+from clevr_poc.generation.template_shape import TemplateShape as _TemplateShape, choose, node_distance
 from clevr_poc.question import Question
-from clevr_poc.scene import Scene, SceneObject
+from clevr_poc.scene import Scene
 
 #: Default shares of query attributes (paper Appendix B: 40/40/10/10 for color/shape/size/material).
 QUERY_ATTRIBUTE_SHARES: Mapping[str, float] = {"color": 0.4, "shape": 0.4, "size": 0.1, "material": 0.1}
@@ -130,34 +131,26 @@ class InconsistentSceneError(ClevrPocError):
     the reasoner's answer (a bug in the scene, its relationships or the environment)."""
 
 
-class TemplateNotApplicable(ClevrPocError):
-    """This instantiation attempt cannot satisfy the template on this scene (no reference object in the
-    drawn relation, no unique description, an ``OUT_NEQ`` constraint fails); the generator tries again."""
-
-
-def _matches(obj: SceneObject, description: Mapping[str, str]) -> bool:
-    return all(getattr(obj, a) == v for a, v in description.items())
-
-
-def _other_matches(objects: Sequence[SceneObject], candidates: frozenset[int], obj: int,
-                   description: Mapping[str, str]) -> bool:
-    """Whether a candidate other than ``obj`` matches ``description`` (:func:`_matches`; issue 27: one
-    attribute getter per description instead of a generator per candidate)."""
-    if obj not in candidates:  # then no description singles it out
-        return True
-    if not description:
-        return len(candidates) > 1
-    values = attrgetter(*description)
-    wanted = tuple(description.values()) if len(description) > 1 else next(iter(description.values()))
-    return any(p != obj and values(objects[p]) == wanted for p in candidates)
-
-
 def _partial_world(partial: Scene, candidates: frozenset[Candidate]):
     """:func:`~clevr_poc.reasoning.candidate_answers.partial_world` (imported on first use, as the
-    Reasoner is)."""
-    from clevr_poc.reasoning.candidate_answers import partial_world
+    Reasoner is), given the candidates' :func:`candidate_bits` where they number the looks alike
+    (issue 27: kept since :func:`candidates_of_visible` made them)."""
+    global _LOOKS_ARE_TYPES
+    from clevr_poc.reasoning.candidate_answers import LOOKS, partial_world
 
-    return partial_world(partial, candidates)
+    bits = None
+    if type(candidates) is frozenset:
+        if _LOOKS_ARE_TYPES is None:
+            from clevr_poc.generation.object_types import TYPE_TUPLES
+
+            _LOOKS_ARE_TYPES = tuple(TYPE_TUPLES) == LOOKS
+        if _LOOKS_ARE_TYPES:
+            bits = candidate_bits(candidates)
+    return partial_world(partial, candidates, look_bits=bits)
+
+
+#: Whether candidate_answers' LOOKS are the object types in type-id order (None: not checked yet).
+_LOOKS_ARE_TYPES: bool | None = None
 
 
 def _python_verdict(world, query, hidden_value: str) -> frozenset[str] | None:
@@ -170,33 +163,6 @@ def _python_verdict(world, query, hidden_value: str) -> frozenset[str] | None:
     compiled = compile_query(query)
     answer = None if compiled is None else candidate_answer(world, compiled)
     return answer if answer is not None and hidden_value in answer else None
-
-
-def _describe_indexed(index: SceneIndex, obj: int, candidates: frozenset[int], allowed: Sequence[str],
-                      rng: random.Random) -> dict[str, str]:
-    """:meth:`QuestionGenerator._describe` on the scene's :class:`SceneIndex`: the same draws and the same
-    description; a candidate p matches the description when none of its attributes' bits is set in
-    ``index.differences(obj)[p]`` (issue 27: tested on the distinct patterns, :meth:`SceneIndex.others`,
-    after draws made by :func:`~clevr_poc.generation.template_shape.shuffled_cut`)."""
-    order, k = shuffled_cut(rng, allowed)  # rng.shuffle, rng.randint(0, len(order)): the same draws
-    if obj not in candidates:  # then no description singles it out
-        raise TemplateNotApplicable
-    values = index.values
-    description = {}
-    mask = 0
-    for a in order[:k]:
-        description[a] = values[a][obj]
-        mask |= ATTRIBUTE_BIT[a]
-    others = index.others(obj, candidates)
-    rest = order[k:]
-    while True:
-        if all(map(mask.__and__, others)):  # every other candidate differs in a described attribute
-            return description
-        if not rest:
-            raise TemplateNotApplicable
-        attribute = rest.pop(0)
-        description[attribute] = values[attribute][obj]
-        mask |= ATTRIBUTE_BIT[attribute]
 
 
 class QuestionGenerator:
@@ -433,95 +399,14 @@ class QuestionGenerator:
     # ------------------------------------------------------------------ instantiation on the complete scene
     def instantiate(self, template: QuestionTemplate, scene: Scene, hidden_index: int,
                     rng: random.Random) -> Instance:
-        """Choose relations, reference objects and descriptions (steps 3-4 of the module docstring).
-
-        The scene is read through its :class:`~clevr_poc.generation.scene_index.SceneIndex` (built once per
-        scene) and the template's shape is computed once per template: the same draws and the same
-        instance as reading the scene and the template afresh each time (issue 27).
+        """Choose relations, reference objects and descriptions (steps 3-4 of the module docstring):
+        :func:`~clevr_poc.generation.instantiation.instantiate` with the template's shape (computed once
+        per template).
 
         Raises:
             TemplateNotApplicable: no reference object / no unique description / an ``OUT_NEQ`` constraint fails.
         """
-        nodes = template.nodes
-        shape = self._shape(template)
-        index = scene_index(scene)
-        holders, values, related = index.holders, index.values, index.related
-        instance = Instance(template)
-        objects, chosen = instance.objects, instance.values
-        used = {hidden_index}
-
-        def assign(node_index: int, obj: int) -> None:
-            objects[node_index] = obj
-            node = nodes[node_index]
-            if node.type == "relate_filter_unique":
-                relate(node.side_inputs[0], node.inputs[0], obj)
-            else:
-                require_member(node.inputs[0], obj)
-
-        def relate(param: str, object_node: int, obj: int) -> None:
-            # "obj is R of ref": obj in relationships[R][ref]
-            held = holders(obj)
-            relations = [r for r in domain.RELATIONS if not used.issuperset(held[r])]
-            if not relations:
-                raise TemplateNotApplicable
-            relation = choose(rng, relations)
-            ref = choose(rng, [p for p in held[relation] if p not in used])
-            chosen[param] = relation
-            used.add(ref)
-            assign(object_node, ref)
-
-        def require_member(set_node: int, obj: int) -> None:
-            node = nodes[set_node]
-            if node.type == "scene":
-                return
-            if node.type == "relate":
-                relate(node.side_inputs[0], node.inputs[0], obj)
-            elif node.type == "intersect":
-                for j in node.inputs:
-                    require_member(j, obj)
-            else:  # same_<attribute>
-                column = values[_same_attribute(node.type)]
-                value = column[obj]
-                options = [p for p, v in enumerate(column) if p not in used and v == value]
-                if not options:
-                    raise TemplateNotApplicable
-                ref = choose(rng, options)
-                used.add(ref)
-                assign(node.inputs[0], ref)
-
-        assign(shape.query_object, hidden_index)
-
-        # ASP variables: X for the query object, then by distance from it (ties: later node first)
-        instance.variables.update(shape.variables(objects))
-
-        # forward pass: descriptions that make every filter_unique yield its object
-        outputs = instance.outputs
-        for i, code, a, b in shape.forward:  # node types decoded once per template (issue 27)
-            if code == SCENE:
-                outputs[i] = index.everything
-            elif code == RELATE:
-                outputs[i] = related(chosen[a], outputs[b])
-            elif code == INTERSECT:
-                outputs[i] = outputs[a] & outputs[b]
-            elif code == SAME:
-                column = values[a if a is not None else _same_attribute(nodes[i].type)]
-                ref = outputs[b]
-                value = column[ref]
-                outputs[i] = frozenset(p for p, v in enumerate(column) if p != ref and v == value)
-            elif code == OBJECT:
-                candidates = related(chosen[a], outputs[b]) if a is not None else outputs[b]
-                obj = objects[i]
-                if obj not in candidates:  # cannot happen: assign() chose members
-                    raise TemplateNotApplicable
-                slots, allowed = shape.descriptions[i]
-                description = _describe_indexed(index, obj, candidates, allowed, rng)
-                for attribute, slot in slots:
-                    chosen[slot] = description.get(attribute, "")
-                outputs[i] = obj
-        for a, b in shape.out_neq:
-            if outputs[a] == outputs[b]:
-                raise TemplateNotApplicable
-        return instance
+        return instantiate(template, self._shape(template), scene, hidden_index, rng)
 
     def _shape(self, template: QuestionTemplate) -> "_TemplateShape":
         """The :class:`_TemplateShape` of ``template`` (made once per template object)."""
@@ -540,21 +425,8 @@ class QuestionGenerator:
     @staticmethod
     def _describe(scene: Scene, obj: int, candidates: frozenset[int], allowed: list[str],
                   rng: random.Random) -> dict[str, str]:
-        """A random subset of ``allowed`` attributes, grown (random order) until only ``obj`` among
-        ``candidates`` matches. Raises TemplateNotApplicable when even all allowed attributes are not enough."""
-        order = list(allowed)
-        rng.shuffle(order)
-        k = rng.randint(0, len(order))
-        target = scene.objects[obj]
-        description = {a: target.attribute(a) for a in order[:k]}
-        rest = order[k:]
-        while True:
-            if not _other_matches(scene.objects, candidates, obj, description):  # only obj (a candidate) matches
-                return description
-            if not rest:
-                raise TemplateNotApplicable
-            attribute = rest.pop(0)
-            description[attribute] = target.attribute(attribute)
+        """:func:`clevr_poc.generation.instantiation.describe`."""
+        return describe(scene, obj, candidates, allowed, rng)
 
     # ------------------------------------------------------------------ renderings (question_instance)
     def asp_query(self, instance: Instance) -> str:

@@ -15,6 +15,8 @@ from clevr_poc.generation.template_files import DESCRIPTION_ORDER, OBJECT_NODES,
 
 #: Codes of :attr:`TemplateShape.forward` steps.
 SCENE, RELATE, INTERSECT, SAME, OBJECT, OTHER = range(6)
+#: Codes of :attr:`TemplateShape.assign_steps`.
+ASSIGN_RELATE, ASSIGN_SAME = range(2)
 
 
 def same_attribute(node_type: str) -> str:
@@ -43,9 +45,19 @@ class TemplateShape:
     forward pass (``code`` one of :data:`SCENE`, :data:`RELATE` (a: parameter, b: input),
     :data:`INTERSECT` (a, b: inputs), :data:`SAME` (a: attribute or None when unknown, b: input),
     :data:`OBJECT` (a: the relation parameter of a ``relate_filter_unique`` or None, b: input),
-    :data:`OTHER`), so that the pass compares no node type strings (issue 27)."""
+    :data:`OTHER`), so that the pass compares no node type strings (issue 27).
 
-    __slots__ = ("nodes", "query_object", "descriptions", "out_neq", "consumer", "forward", "_variables")
+    :attr:`assign_steps` is the choice of relations and reference objects (step 3 of
+    :mod:`~clevr_poc.generation.question_generator`) unrolled: the recursion from the query object visits
+    the template's nodes in an order that depends on the template alone, so per reference it lists, in
+    that order, ``(code, source node, a, object node)``: :data:`ASSIGN_RELATE` (a: the relation parameter;
+    the reference is "source is R of it") or :data:`ASSIGN_SAME` (a: the attribute; the reference shares
+    the source's value), the source node's object being chosen by an earlier step (issue 27). None when
+    the template is not one the unrolling reads alike (an unknown ``same_`` attribute, a node without its
+    inputs, any error): the instantiation then recurses as before."""
+
+    __slots__ = ("nodes", "query_object", "descriptions", "out_neq", "consumer", "forward", "assign_steps",
+                 "_variables")
 
     def __init__(self, template: QuestionTemplate) -> None:
         nodes = template.nodes
@@ -60,6 +72,12 @@ class TemplateShape:
                                         tuple(a for a in DESCRIPTION_ORDER if slots[a] not in template.null_params))
         self.out_neq = tuple(tuple(c.params) for c in template.constraints if c.type == "OUT_NEQ")
         self.forward = tuple(_step(i, node) for i, node in enumerate(nodes))
+        try:
+            self.assign_steps = _assign_steps(nodes, self.query_object)
+        except Exception:  # the recursion meets the same error at its own time: leave it to the recursion
+            self.assign_steps = None
+        if any(code == SAME and a is None for _, code, a, _ in self.forward):
+            self.assign_steps = None  # the forward pass raises where such a node is reached: not unrolled
         self._variables: dict[tuple[int, ...], tuple[tuple[int, str], ...]] = {}
 
     def variables(self, object_nodes: Iterable[int]) -> tuple[tuple[int, str], ...]:
@@ -72,6 +90,42 @@ class TemplateShape:
             pairs = self._variables[key] = tuple(
                 (i, VARIABLES[k]) for k, i in enumerate(sorted(key, key=lambda i: (dist[i], -i))))
         return pairs
+
+
+def _assign_steps(nodes: Sequence[TemplateNode], query_object: int) -> tuple[tuple[int, int, str, int], ...]:
+    """:attr:`TemplateShape.assign_steps`: the question generator's ``assign``/``relate``/``require_member``
+    recursion from ``query_object``, recording instead of drawing."""
+    steps: list[tuple[int, int, str, int]] = []
+
+    def assign(node_index: int) -> None:
+        node = nodes[node_index]
+        if node.type == "relate_filter_unique":
+            relate(node.side_inputs[0], node.inputs[0], node_index)
+        else:
+            require_member(node.inputs[0], node_index)
+
+    def relate(param: str, object_node: int, source: int) -> None:
+        steps.append((ASSIGN_RELATE, source, param, object_node))
+        assign(object_node)
+
+    def require_member(set_node: int, source: int) -> None:
+        node = nodes[set_node]
+        if node.type == "scene":
+            return
+        if node.type == "relate":
+            relate(node.side_inputs[0], node.inputs[0], source)
+        elif node.type == "intersect":
+            for j in node.inputs:
+                require_member(j, source)
+        else:  # same_<attribute>
+            steps.append((ASSIGN_SAME, source, same_attribute(node.type), node.inputs[0]))
+            assign(node.inputs[0])
+
+    assign(query_object)
+    targets = [query_object] + [step[3] for step in steps]
+    if len(set(targets)) != len(targets):  # a node assigned twice: its first object is read after the second
+        raise ValueError("an object node is reached twice")
+    return tuple(steps)
 
 
 def _step(i: int, node: TemplateNode) -> tuple:

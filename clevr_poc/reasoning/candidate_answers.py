@@ -84,6 +84,23 @@ for _table in (domain.RIGHT_R, domain.FRONT_R):  # every region pair is ordered 
     assert all((a, b) in _table or (b, a) in _table for a in domain.REGIONS for b in domain.REGIONS)
 
 
+#: ``_ADJACENT[rel][a]``: the regions b with ``(a, b)`` in ``REGION_ADJACENCY[rel]``.
+_ADJACENT: dict[str, dict[int, frozenset[int]]] = {
+    rel: {a: frozenset(b for x, b in pairs if x == a) for a, _ in pairs}
+    for rel, pairs in domain.REGION_ADJACENCY.items()}
+
+
+class _Later(dict):
+    """``_LATER[n][i]``: ``frozenset(range(i + 1, n))``, made when first asked for."""
+
+    def __missing__(self, n: int) -> tuple[frozenset[int], ...]:
+        value = self[n] = tuple(frozenset(range(i + 1, n)) for i in range(n))
+        return value
+
+
+_LATER = _Later()
+
+
 @dataclass(frozen=True)
 class PartialWorld:
     """A partial scene and its hidden object's candidates, prepared for :func:`candidate_answer`
@@ -102,12 +119,14 @@ class PartialWorld:
     full: int
 
 
-def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | None:
+def partial_world(partial: Scene, candidates: Iterable[Look], *, look_bits: int | None = None) -> PartialWorld | None:
     """:class:`PartialWorld` of ``partial`` (the visible objects ``0..N-2``) and the hidden object's
     ``candidates``; None when the visible relations are outside the reading of the module docstring
     (a pair ordered by no atom or by both on one axis, a relation against region adjacency, rows that
     do not match the objects, a value or region outside the domains). The hidden object's id is
-    ``len(partial)``: the caller's environment has ``N = len(partial) + 1`` objects."""
+    ``len(partial)``: the caller's environment has ``N = len(partial) + 1`` objects. ``look_bits``: the
+    candidates as a set of :data:`LOOKS` (:attr:`PartialWorld.full`) when the caller has it already (the
+    question generator keeps it: issue 27); it must be that set."""
     objects = partial.objects
     n = len(objects)
     looks = tuple((o.color, o.shape, o.size, o.material, o.region) for o in objects)
@@ -116,32 +135,39 @@ def partial_world(partial: Scene, candidates: Iterable[Look]) -> PartialWorld | 
     rows = partial.relationships
     if set(rows) != set(domain.RELATIONS) or any(len(rows[rel]) != n for rel in domain.RELATIONS):
         return None
-    true = {rel: [set() for _ in range(n)] for rel in domain.RELATIONS}
+    # issue 27: a set per row, the pairs of each axis tested by set operations, adjacency looked up per
+    # (relation, region): the same verdicts as testing every pair in turn
+    true = {}
     for rel in domain.RELATIONS:
+        sets = true[rel] = []
         for i, row in enumerate(rows[rel]):
-            for j in row:
-                if not 0 <= j < n or j == i:
-                    return None
-                true[rel][i].add(j)
+            members = set(row)
+            if members and (i in members or min(members) < 0 or max(members) >= n):
+                return None
+            sets.append(members)
     for derived, source in (("right", "left"), ("front", "behind")):  # right(X,Y) :- left(Y,X)
-        for i in range(n):
-            for j in true[source][i]:
-                true[derived][j].add(i)
+        targets = true[derived]
+        for i, members in enumerate(true[source]):
+            for j in members:
+                targets[j].add(i)
     for first, second in (("left", "right"), ("front", "behind")):
-        for i in range(n):
-            for j in range(i + 1, n):
-                if (j in true[first][i]) == (j in true[second][i]):
-                    return None  # no atom (a tie: a free choice) or both (no answer set)
+        for i, (a, b) in enumerate(zip(true[first], true[second])):
+            if not _LATER[n][i] <= (a ^ b):
+                return None  # a later j in neither (a tie: a free choice) or in both (no answer set)
+    regions = [look[4] for look in looks]
     for rel in domain.RELATIONS:
-        table = domain.REGION_ADJACENCY[rel]
-        for i in range(n):
-            for j in true[rel][i]:
-                if (looks[i][4], looks[j][4]) not in table:
+        reachable = _ADJACENT[rel]
+        for i, members in enumerate(true[rel]):
+            allowed = reachable.get(regions[i], ())
+            for j in members:
+                if regions[j] not in allowed:
                     return None
-    try:
-        full = sum(map(LOOK_BIT.__getitem__, set(candidates)))
-    except KeyError:
-        return None  # a look outside the domains
+    full = look_bits
+    if full is None:
+        try:
+            full = sum(map(LOOK_BIT.__getitem__, set(candidates)))
+        except KeyError:
+            return None  # a look outside the domains
     return PartialWorld(n, looks, {rel: tuple(map(frozenset, true[rel])) for rel in domain.RELATIONS}, full)
 
 
