@@ -382,7 +382,10 @@ def loads_json(text: str, *, source: object = None, field: object = None) -> Any
         # one line of a JSON-lines file (field "line 12"): its column only, the field names the line
         at = (f"column {exc.colno}" if isinstance(field, str) and field.startswith("line ") and exc.lineno == 1
               else f"line {exc.lineno} column {exc.colno}")
-        raise FormatError(f"invalid JSON at {at}: {exc.msg}", source=source, field=field) from None
+        # json's messages that end in "at" ("Unterminated string starting at") name the place themselves
+        message = (f"invalid JSON: {exc.msg[0].lower()}{exc.msg[1:]} {at}" if exc.msg.endswith(" at")
+                   else f"invalid JSON at {at}: {exc.msg}")
+        raise FormatError(message, source=source, field=field) from None
     except RecursionError:
         raise FormatError(f"JSON nested deeper than {limits.describe('json_depth')}", source=source,
                           field=field) from None

@@ -131,7 +131,7 @@ class Question:
             raise FormatError("must be a list of program nodes", source=source, field="program", value=program)
         extra = {k: v for k, v in data.items() if k not in _KNOWN}
         spelling = QuestionSpelling(tuple(data.keys()), isinstance(answer_raw, list) or answer_raw is None)
-        return cls(
+        question = cls(
             text=data["question"], asp_query=data["asp_query"], answer=answer, program=tuple(program),
             image_filename=data.get("image_filename"), image_index=data.get("image_index"),
             split=data.get("split"), object_interest=data.get("object_interest"),
@@ -140,6 +140,15 @@ class Question:
             question_index=data.get("question_index"), environment_id=data.get("constraint_type_index"),
             extra=extra, json_spelling=spelling,
         )
+        if answer:
+            # the gold answer holds values of the queried attribute (a shape in a colour question's answer is
+            # a broken record, not a wrong prediction); unchecked when the query is outside the query language
+            attribute = question.query_attribute
+            wrong = sorted(v for v in answer if attribute is not None and domain.ATTRIBUTE_OF_VALUE[v] != attribute)
+            if wrong:
+                raise FormatError(f"{wrong[0]!r} is a {domain.ATTRIBUTE_OF_VALUE[wrong[0]]}, but asp_query asks for "
+                                  f"the hidden object's {attribute}", source=source, field="answer", value=sorted(answer))
+        return question
 
     def to_json(self) -> dict[str, Any]:
         """The official JSON object; ``answer`` is a sorted list of values (one bare value when it was read

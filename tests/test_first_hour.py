@@ -218,3 +218,48 @@ def test_readme_demo_scores_read_as_the_demo_prints_them():
     assert "| all (80) | 0.9625 |" in table and "| all (80) | 0.9812 |" in table
     row = next(line for line in README.splitlines() if line.startswith("| the demo's fresh questions"))
     assert row.endswith("| 80 | BiLSTM parser | 0.9625 | 0.9812 |")
+
+
+# ---------------------------------------------------------------- the fresh-clone newcomer's findings (6 Dec)
+def test_a_truncated_question_file_names_where_its_string_starts(tmp_path, capsys):
+    from clevr_poc.errors import FormatError
+    from clevr_poc.question import Question
+
+    path = tmp_path / "q.json"
+    path.write_text('{"question": "What color is the cube', encoding="utf-8")
+    with pytest.raises(FormatError) as raised:
+        Question.from_file(path)
+    assert str(raised.value) == f"{path}: invalid JSON: unterminated string starting at line 1 column 14"
+
+
+def test_a_gold_answer_of_another_attribute_is_refused():
+    from clevr_poc.errors import FormatError
+    from clevr_poc.question import Question
+
+    record = {"question": "What color is the hidden object?", "asp_query": "missing(Q):-hasProperty(X,color,Q).",
+              "answer": ["cube"]}
+    with pytest.raises(FormatError) as raised:
+        Question.from_json(record, source="q.json")
+    assert str(raised.value) == ("q.json, field 'answer': 'cube' is a shape, but asp_query asks for the hidden "
+                                 "object's color (got ['cube'])")
+    assert Question.from_json({**record, "answer": ["blue", "red"]}).answer == {"blue", "red"}
+    # a query outside the query language is not read here: its answer is not compared either
+    assert Question.from_json({**record, "asp_query": "not a query", "answer": "cube"}).answer == {"cube"}
+
+
+def test_a_dataset_json_without_a_format_version_is_named_so(tmp_path, capsys):
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "dataset.json").write_text('{"not": "a dataset"}', encoding="utf-8")
+    status, _, err = _cli(["generate", "--out", str(out), "--environments", "1", "--scenes-per-environment", "1",
+                           "--seed", "0", "--no-progress"], capsys)
+    assert status == 1
+    assert "holds a dataset of no format version (dataset.json has no format_version), this clevr_poc writes" in err
+    assert "None" not in err and "Traceback" not in err
+
+
+def test_an_unknown_example_names_the_option(capsys):
+    status, _, err = _cli(["answer", "--example", "nonexistent_example"], capsys)
+    assert status == 1
+    assert err.strip() == ("error: --example: unknown example; expected one of ['appendix_a', 'appendix_c1'] "
+                           "(got 'nonexistent_example')")

@@ -147,6 +147,8 @@ def load_inputs(args: argparse.Namespace) -> AnswerInputs:
     scene: Scene | None = None
     question: Question | None = None
     if args.example is not None:
+        if args.example not in EXAMPLES:
+            raise FormatError(f"unknown example; expected one of {list(EXAMPLES)}", field="--example", value=args.example)
         environment, scene, question = load_example(args.example)
     if args.environment is not None:
         environment = _read(args.environment, Environment.from_lp)

@@ -163,8 +163,10 @@ def _open_folder(out_dir: Path, config: DatasetConfig) -> None:
         version = data.get("format_version") if isinstance(data, Mapping) else None
         if version != config.format_version:
             change = FORMAT_HISTORY.get(config.format_version, "")
+            held = (f"no format version ({MANIFEST} has no format_version)" if version is None
+                    else f"format version {version!r}")
             raise DatasetConfigError(
-                f"{out_dir} holds a dataset of format version {version!r}, this clevr_poc writes version "
+                f"{out_dir} holds a dataset of {held}, this clevr_poc writes version "
                 f"{config.format_version} ({change}); it cannot be resumed: generate it again in a new folder")
         existing = DatasetConfig.from_json(data, source=manifest)
         if not existing.same_as(config):
