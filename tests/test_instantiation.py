@@ -25,6 +25,18 @@ def _random_scene(rng: random.Random, n: int) -> Scene:
     return Scene(objects, compute_relationships([o.coords_3d[:2] for o in objects]))
 
 
+def _scene_instances(rng: random.Random, templates, shapes):
+    """The instantiations of every template on one random 9-object scene (drawn from ``rng``, as is each
+    instantiation's seed; the templates that do not apply are left out): ``(template, instance)`` pairs."""
+    scene = _random_scene(rng, 9)
+    hidden = rng.randrange(len(scene))
+    for template, shape in zip(templates, shapes):
+        try:
+            yield template, instantiate(template, shape, scene, hidden, random.Random(rng.random()))
+        except TemplateNotApplicable:
+            continue
+
+
 def _outcome(function, template, shape, scene, hidden, seed):
     rng = random.Random(seed)
     try:
@@ -86,13 +98,7 @@ def test_question_text_from_the_split_equals_the_substitutions():
     shapes = [TemplateShape(t) for t in templates]
     checked = 0
     while checked < 2000:
-        scene = _random_scene(rng, 9)
-        hidden = rng.randrange(len(scene))
-        for template, shape in zip(templates, shapes):
-            try:
-                instance = instantiate(template, shape, scene, hidden, random.Random(rng.random()))
-            except TemplateNotApplicable:
-                continue
+        for template, instance in _scene_instances(rng, templates, shapes):
             slots = [p.name for p in template.params]
             # the template's own texts, and texts whose optional words touch or straddle slots
             odd = tuple(rng.choice(["[a ", "]", "<", ">", " a ", "[an] ", "x", "[", *slots, " ?"])
@@ -182,13 +188,7 @@ def test_official_plans_check_two_bodies_and_serve_every_pattern():
     shapes = [TemplateShape(t) for t in templates]
     served = 0
     for _ in range(40):
-        scene = _random_scene(rng, 9)
-        hidden = rng.randrange(len(scene))
-        for template, shape in zip(templates, shapes):
-            try:
-                instance = instantiate(template, shape, scene, hidden, random.Random(rng.random()))
-            except TemplateNotApplicable:
-                continue
+        for template, instance in _scene_instances(rng, templates, shapes):
             fast, slow = official_asp_query(instance), rewritten_asp_query(instance)
             assert fast == slow and fast.text == slow.text
             assert (fast.variables, fast.object_variables, fast.attribute) == \

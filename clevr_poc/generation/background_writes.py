@@ -55,7 +55,7 @@ class BackgroundBatchWriter(Generic[T]):
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         if threaded:
-            self._thread = threading.Thread(target=self._run, name="clevr_poc-batch-writer", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="clevr-poc-batch-writer", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:

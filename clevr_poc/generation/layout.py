@@ -242,7 +242,6 @@ def moved_object(obj: SceneObject, coords_3d: tuple[float, float, float], rotati
     return moved
 
 
-
 def _fill_region(members: list[int], positions: dict[int, tuple[float, float, float]], bounds: list,
                  rng: random.Random, reaches: dict, margin: float, attempts: int,
                  rejected: dict[str, int]) -> bool:
